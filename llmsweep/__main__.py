@@ -1,0 +1,3 @@
+from llmsweep.cli import main
+
+main()

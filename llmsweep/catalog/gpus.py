@@ -1,0 +1,88 @@
+"""GPU entries: datasheet facts with their sources, and the peak rate for a compute dtype."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GIB = 2**30
+
+# When a GPU has no published rate for a dtype, the matmuls run in the next wider one.
+FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp4": ("fp4", "fp8", "bf16", "fp16", "fp32"),
+    "fp8": ("fp8", "bf16", "fp16", "fp32"),
+    "int8": ("int8", "fp16", "bf16", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "fp32": ("fp32",),
+}
+DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8", "int4")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(_Strict):
+    ref: str
+    source: str
+    fields: list[str] = []
+
+
+class DenseRates(_Strict):
+    """Dense (no 2:4 sparsity) peak rates in TFLOP/s (TOPS for int8/int4); null = not published."""
+
+    fp32: float | None = Field(None, gt=0)
+    tf32: float | None = Field(None, gt=0)
+    fp16: float | None = Field(None, gt=0)
+    bf16: float | None = Field(None, gt=0)
+    fp8: float | None = Field(None, gt=0)
+    fp4: float | None = Field(None, gt=0)
+    int8: float | None = Field(None, gt=0)
+    int4: float | None = Field(None, gt=0)
+
+
+class Gpu(_Strict):
+    """One GPU. Also the schema of a sweep's inline `gpus:` entries (only the first three are required)."""
+
+    memory_gb: float = Field(gt=0, description="Memory per GPU as the vendor labels it (GB labels are GiB).")
+    memory_bandwidth_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (10^9 bytes/s).")
+    dense_tflops: DenseRates = Field(description="Dense peak TFLOP/s per dtype (int8/int4 in TOPS).")
+    name: str | None = None
+    vendor: str | None = None
+    family: str = Field("custom", description="Selects efficiency-profile overrides (hopper, ada, apple, ...).")
+    arch: str | None = None
+    form_factor: str | None = None
+    reference_id: str | None = None
+    aliases: list[str] = []
+    memory_type: str | None = None
+    tdp_w: float | None = Field(None, gt=0)
+    scale_up_gbps_per_direction: float | None = Field(
+        None, gt=0, description="NVLink / Infinity Fabric bandwidth per direction, GB/s."
+    )
+    nvlink_group: int = Field(1, ge=1, description="GPUs joined by the scale-up link.")
+    pcie_gbps_per_direction: float | None = Field(None, gt=0)
+    gpus_per_node: int = Field(8, ge=1, description="GPUs in one server; tp x pp may not exceed it.")
+    launch_year: int | None = None
+    cloud_prices: list[dict] = []
+    sources: list[Source] = []
+    derived: list[str] = []
+    notes: str | None = None
+
+    @property
+    def memory_bytes(self) -> float:
+        return self.memory_gb * GIB
+
+    def peak_flops(self, dtype: str) -> tuple[float | None, str]:
+        """Dense peak FLOP/s for `dtype`, falling back to wider dtypes; returns (rate, dtype used)."""
+        for d in FALLBACK[dtype]:
+            rate = getattr(self.dense_tflops, d)
+            if rate:
+                return rate * 1e12, d
+        return None, dtype
+
+    def link_bytes_per_s(self, tp: int) -> float | None:
+        """Per-direction bandwidth the tp group communicates over: the scale-up link when all tp
+        GPUs share it, else PCIe."""
+        if self.scale_up_gbps_per_direction and tp <= self.nvlink_group:
+            return self.scale_up_gbps_per_direction * 1e9
+        return self.pcie_gbps_per_direction * 1e9 if self.pcie_gbps_per_direction else None

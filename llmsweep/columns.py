@@ -1,0 +1,158 @@
+"""Every column of llmsweep's frames, declared once: name, dtype, unit, label, description.
+
+The CSV column order, report labels, the README's column dictionary and the tests all read this
+table. Values are SI base units (bytes, seconds, FLOP, FLOP/s); the unit is in the name.
+Expressions refer to columns through `c`, which refuses undeclared names:
+
+    from llmsweep.columns import c
+    c.params_total * c.bytes_per_weight
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+Kind = Literal["identity", "fact", "estimate"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    dtype: type[pl.DataType] | pl.DataType
+    unit: str
+    label: str
+    description: str
+    kind: Kind
+    exported: bool = True  # written to estimates.csv / .parquet / .xlsx
+
+
+F, I, S, B = pl.Float64, pl.Int64, pl.String, pl.Boolean
+
+
+def _cols(kind: Kind, *rows: tuple) -> list[Column]:
+    return [Column(r[0], r[1], r[2], r[3], r[4], kind, *(r[5:])) for r in rows]
+
+
+COLUMNS: tuple[Column, ...] = tuple(
+    _cols(
+        "identity",
+        ("gpu", S, "", "GPU", "GPU catalog id (e.g. h100-sxm)."),
+        ("model", S, "", "Model", "Model id: the Hugging Face id of its architecture."),
+        ("precision", S, "", "Weights", "Weight format (e.g. bf16, fp8, int4, q4_k_m, 4.0bpw)."),
+        ("kv_precision", S, "", "KV cache", "KV-cache format; `auto` resolves to the 16-bit activation dtype."),
+        ("tp", I, "GPUs", "TP", "Tensor-parallel size: GPUs that split every layer."),
+        ("pp", I, "GPUs", "PP", "Pipeline-parallel size: GPUs that each hold a slice of the layers."),
+        ("gpus", I, "GPUs", "GPUs", "GPUs in one model replica = tp x pp."),
+        ("batch", I, "sequences", "Batch", "Concurrent sequences decoded together (for `max`: max_batch)."),
+        ("batch_is_max", B, "", "Batch = max", "True when the batch was asked for as `max`."),
+        ("input_tokens", I, "tokens", "Input", "Prompt length S_in."),
+        ("output_tokens", I, "tokens", "Output", "Generated tokens S_out."),
+        ("context_tokens", I, "tokens", "Context", "S_in + S_out: the longest context a sequence reaches."),
+    )
+    + _cols(
+        "fact",
+        ("gpu_name", S, "", "GPU name", "The GPU's full name."),
+        ("gpu_family", S, "", "GPU family", "Architecture family (selects efficiency-profile overrides)."),
+        ("gpu_memory_bytes", F, "bytes", "GPU memory", "Memory of one GPU (vendor 'GB' labels are GiB)."),
+        ("memory_bandwidth_bytes_per_s", F, "bytes/s", "Bandwidth", "Peak memory bandwidth of one GPU."),
+        ("compute_dtype", S, "", "Compute dtype", "Dtype the matmuls run in on this GPU (after any fallback)."),
+        ("peak_flops_per_s", F, "FLOP/s", "Peak FLOP/s", "Dense peak of one GPU for compute_dtype (no sparsity)."),
+        ("link_bandwidth_bytes_per_s", F, "bytes/s", "Link bandwidth",
+         "Per-direction bandwidth of the link used by tensor parallelism (NVLink/Infinity Fabric or PCIe)."),
+        ("gpus_per_node", I, "GPUs", "GPUs per node", "GPUs in one server (limits tp x pp)."),
+        ("gpu_tdp_w", F, "W", "TDP", "Maximum board power of one GPU."),
+        ("params_total", F, "parameters", "Parameters", "P: all parameters of the model."),
+        ("params_active", F, "parameters", "Active parameters", "P_a: parameters used per token (MoE: k of E)."),
+        ("layers", I, "layers", "Layers", "L.", False),
+        ("hidden_size", I, "", "Hidden size", "d.", False),
+        ("attention_heads", I, "heads", "Query heads", "h_q.", False),
+        ("kv_heads", I, "heads", "KV heads", "h_kv (MLA: 1 shared latent).", False),
+        ("attention_head_dim", F, "", "Attention head dim", "d_h used for attention FLOPs.", False),
+        ("vocab_size", I, "tokens", "Vocabulary", "V.", False),
+        ("max_context_tokens", I, "tokens", "Max context", "The model's max_position_embeddings.", False),
+        ("experts", I, "experts", "Experts", "E routed experts per MoE layer (0 = dense).", False),
+        ("experts_per_token", I, "experts", "Experts per token", "k.", False),
+        ("moe_layers", I, "layers", "MoE layers", "Layers with routed experts.", False),
+        ("expert_params", F, "parameters", "Expert size", "Parameters of one routed expert in one layer.", False),
+        ("kv_elements_per_token", F, "elements", "KV elements per token",
+         "K and V elements one token adds, over all layers.", False),
+        ("kv_window_elements_per_token", F, "elements", "Windowed KV elements",
+         "The part of kv_elements_per_token in sliding-window layers.", False),
+        ("sliding_window_tokens", I, "tokens", "Sliding window", "W (null = none).", False),
+        ("mlp_active_width", I, "", "Active MLP width", "Intermediate width a token passes through.", False),
+        ("bytes_per_weight", F, "bytes", "Bytes per weight", "b_w, quantisation scales included."),
+        ("kv_bytes_per_element", F, "bytes", "Bytes per KV element", "b_kv."),
+        ("activation_bytes_per_element", F, "bytes", "Bytes per activation", "16-bit (fp32: 4).", False),
+        ("bandwidth_efficiency", F, "fraction", "eta_bw", "Share of peak bandwidth reached (profile)."),
+        ("compute_efficiency", F, "fraction", "eta_c", "Share of peak FLOP/s reached (profile)."),
+        ("step_overhead_s", F, "s", "Step overhead", "Fixed time per forward pass (profile).", False),
+        ("layer_overhead_s", F, "s", "Layer overhead", "Fixed time per layer per forward pass (profile).", False),
+        ("allreduce_latency_s", F, "s", "All-reduce latency", "alpha of one all-reduce (profile).", False),
+        ("memory_reserve_fraction", F, "fraction", "Memory reserve", "Share of memory left unused (profile).", False),
+        ("runtime_overhead_bytes", F, "bytes", "Runtime memory", "Context, workspaces, engine (profile).", False),
+        ("tp_buffer_bytes", F, "bytes", "TP buffers", "Communication buffers when tp > 1 (profile).", False),
+        ("prefill_chunk_tokens", I, "tokens", "Prefill chunk", "Tokens prefilled together (profile).", False),
+    )
+    + _cols(
+        "estimate",
+        ("model_weight_bytes", F, "bytes", "Model weights", "P x b_w: all weights of one replica."),
+        ("weight_bytes", F, "bytes", "Weights per GPU", "P x b_w / (tp x pp)."),
+        ("kv_bytes_per_token", F, "bytes", "KV per token",
+         "KV-cache bytes one token adds, all layers, before any tp split and window."),
+        ("kv_cache_bytes", F, "bytes", "KV cache per GPU",
+         "KV cache of `batch` sequences at context_tokens, on one GPU (windows capped; split over pp and "
+         "min(tp, h_kv))."),
+        ("activation_bytes", F, "bytes", "Activations per GPU",
+         "Peak prefill workspace on one GPU plus fp32 logits of the batch."),
+        ("overhead_bytes", F, "bytes", "Overhead per GPU", "Runtime context and, for tp > 1, communication buffers."),
+        ("memory_per_gpu_bytes", F, "bytes", "Memory per GPU", "weights + KV cache + activations + overhead."),
+        ("usable_memory_bytes", F, "bytes", "Usable memory", "gpu_memory_bytes x (1 - memory_reserve_fraction)."),
+        ("fits", B, "", "Fits", "memory_per_gpu_bytes <= usable_memory_bytes, and the configuration can run."),
+        ("max_batch", I, "sequences", "Max batch", "Largest batch that fits at this context (0 = not even one)."),
+        ("prefill_flops", F, "FLOP", "Prefill FLOPs", "One prompt: 2 P_a S_in + attention."),
+        ("prefill_s", F, "s", "Prefill time", "Time to prefill one prompt."),
+        ("ttft_s", F, "s", "TTFT", "Time to first token = prefill time (no queueing)."),
+        ("prefill_tokens_per_s", F, "tokens/s", "Prefill tokens/s", "input_tokens / prefill_s."),
+        ("prefill_arithmetic_intensity", F, "FLOP/byte", "Prefill intensity", "Prefill FLOPs per byte moved."),
+        ("experts_touched", F, "experts", "Experts touched",
+         "Routed experts a decode step reads per MoE layer: E (1 - (1 - k/E)^batch)."),
+        ("decode_flops_per_step", F, "FLOP", "Decode FLOPs/step", "One decode step of the whole batch, all GPUs."),
+        ("decode_bytes_per_step", F, "bytes", "Decode bytes/step",
+         "Memory traffic of one decode step, all GPUs: weights read + KV read."),
+        ("decode_compute_s", F, "s", "Compute time", "Decode step, compute term."),
+        ("decode_memory_s", F, "s", "Memory time", "Decode step, memory term."),
+        ("decode_comm_s", F, "s", "Communication time", "Decode step, tensor-parallel all-reduces."),
+        ("decode_overhead_s", F, "s", "Overhead time", "Decode step, fixed per-step and per-layer costs."),
+        ("tpot_s", F, "s", "TPOT", "Time per output token = one decode step at the mean context."),
+        ("decode_tokens_per_s_per_seq", F, "tokens/s", "Tokens/s per sequence", "1 / TPOT."),
+        ("decode_tokens_per_s", F, "tokens/s", "Decode tokens/s", "Aggregate decode: batch / TPOT."),
+        ("output_tokens_per_s", F, "tokens/s", "Serving tokens/s",
+         "Continuous batching: B S_out / (S_out TPOT + B prefill_s)."),
+        ("output_tokens_per_s_per_gpu", F, "tokens/s", "Serving tokens/s per GPU", "output_tokens_per_s / gpus."),
+        ("request_latency_s", F, "s", "Request latency", "TTFT + S_out x TPOT."),
+        ("arithmetic_intensity", F, "FLOP/byte", "Decode intensity", "decode FLOPs / decode bytes per step."),
+        ("ridge_point", F, "FLOP/byte", "Ridge point", "peak_flops_per_s / memory_bandwidth_bytes_per_s."),
+        ("bound", S, "", "Bound", "Largest decode term: memory, compute, communication or overhead."),
+        ("reason", S, "", "Why not", "Why the configuration cannot run (null when it can)."),
+        ("notes", S, "", "Notes", "Assumptions made for this row (e.g. a compute-dtype fallback)."),
+    )
+)
+
+BY_NAME: dict[str, Column] = {col.name: col for col in COLUMNS}
+EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
+SCHEMA: dict[str, pl.DataType] = {col.name: col.dtype for col in COLUMNS}  # type: ignore[misc]
+
+
+class _ColumnRefs:
+    """`c.name` is `pl.col("name")` for a declared column; an undeclared name is an error."""
+
+    def __getattr__(self, name: str) -> pl.Expr:
+        if name not in BY_NAME:
+            raise AttributeError(f"column {name!r} is not declared in llmsweep/columns.py")
+        return pl.col(name)
+
+
+c = _ColumnRefs()

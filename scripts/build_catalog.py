@@ -1,0 +1,537 @@
+"""Regenerate llmsweep/catalog/gpus.yaml and models.yaml from the sourced reference files.
+
+    python scripts/build_catalog.py [--reference ../shared/reference]
+
+The reference files (shared/reference/*.yaml) hold datasheet and config.json facts, each with
+its sources. This script copies those facts into llmsweep's catalog schema, under stable ids and
+with aliases, and keeps every source with its entry. The few facts that are not in the reference
+(GPUs per server, NVLink group sizes, the older models people still benchmark, licenses) are
+written below with their own source or labelled as an assumption. Nothing is silently derived:
+every correction or derivation is listed in the entry's `derived` field.
+
+`tests/test_catalog.py` re-runs this script and checks the committed files are its output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CATALOG = ROOT / "llmsweep" / "catalog"
+
+# reference id -> (llmsweep id, aliases, family, gpus_per_node, nvlink_group)
+# gpus_per_node: GPUs in one typical server (HGX/OAM baseboards hold 8; an assumption for
+# PCIe cards; 1 for desktops and Apple). nvlink_group: GPUs joined by the fast link (8 on
+# HGX/OAM, 72 in a GB200 NVL72 rack, 2 for bridged PCIe pairs, 1 where there is none).
+GPU_IDS: dict[str, tuple[str, list[str], str, int, int]] = {
+    "a100-sxm4-40gb": ("a100-40gb-sxm", ["A100 40GB", "A100 SXM4 40GB", "A100-SXM4-40GB"], "ampere", 8, 8),
+    "a100-sxm4-80gb": (
+        "a100-80gb-sxm",
+        ["A100 80GB SXM", "A100 SXM", "A100 80GB", "A100", "A100 SXM4 80GB", "A100-SXM4-80GB"],
+        "ampere",
+        8,
+        8,
+    ),
+    "a100-pcie-80gb": ("a100-80gb-pcie", ["A100 PCIe", "A100 80GB PCIe", "A100-PCIE-80GB"], "ampere", 8, 2),
+    "h100-sxm5-80gb": (
+        "h100-sxm",
+        ["H100 SXM", "H100 SXM5", "H100 80GB", "H100", "H100 SXM5 80GB", "h100-sxm5-80gb", "H100 80GB HBM3"],
+        "hopper",
+        8,
+        8,
+    ),
+    "h100-pcie-80gb": ("h100-pcie", ["H100 PCIe", "H100 PCIe 80GB", "H100-PCIE-80GB"], "hopper", 8, 2),
+    "h100-nvl-94gb": ("h100-nvl", ["H100 NVL", "H100 NVL 94GB"], "hopper", 8, 2),
+    "h200-sxm-141gb": ("h200-sxm", ["H200", "H200 SXM", "H200 141GB", "H200 SXM 141GB"], "hopper", 8, 8),
+    "b200-sxm": ("b200", ["B200", "HGX B200", "B200 SXM"], "blackwell", 8, 8),
+    "gb200-per-gpu": ("gb200", ["GB200", "GB200 NVL72"], "blackwell", 4, 72),
+    "l40s": ("l40s", ["L40S"], "ada", 8, 1),
+    "l40": ("l40", ["L40"], "ada", 8, 1),
+    "l4": ("l4", ["L4"], "ada", 8, 1),
+    "a10g": ("a10g", ["A10G"], "ampere", 8, 1),
+    "a10": ("a10", ["A10"], "ampere", 8, 1),
+    "t4": ("t4", ["T4", "Tesla T4"], "turing", 8, 1),
+    "v100-sxm2-32gb": ("v100-32gb-sxm", ["V100", "V100 32GB", "V100 SXM2 32GB", "Tesla V100"], "volta", 8, 8),
+    "v100-sxm2-16gb": ("v100-16gb-sxm", ["V100 16GB", "V100 SXM2 16GB"], "volta", 8, 8),
+    "tesla-p40": ("p40", ["P40", "Tesla P40"], "pascal", 8, 1),
+    "tesla-p100-pcie-16gb": ("p100-16gb-pcie", ["P100", "Tesla P100", "P100 16GB"], "pascal", 8, 1),
+    "rtx-2080-ti": ("rtx-2080-ti", ["RTX 2080 Ti", "2080 Ti"], "geforce", 4, 2),
+    "rtx-3060-12gb": ("rtx-3060-12gb", ["RTX 3060", "RTX 3060 12GB", "3060"], "geforce", 4, 1),
+    "rtx-3070": ("rtx-3070", ["RTX 3070", "3070"], "geforce", 4, 1),
+    "rtx-3080-10gb": ("rtx-3080-10gb", ["RTX 3080", "RTX 3080 10GB", "3080"], "geforce", 4, 1),
+    "rtx-3080-ti": ("rtx-3080-ti", ["RTX 3080 Ti", "3080 Ti"], "geforce", 4, 1),
+    "rtx-3090": ("rtx-3090", ["RTX 3090", "3090", "GeForce RTX 3090"], "geforce", 4, 1),
+    "rtx-3090-ti": ("rtx-3090-ti", ["RTX 3090 Ti", "3090 Ti"], "geforce", 4, 1),
+    "rtx-4060-ti-16gb": ("rtx-4060-ti-16gb", ["RTX 4060 Ti", "RTX 4060 Ti 16GB"], "geforce", 4, 1),
+    "rtx-4070": ("rtx-4070", ["RTX 4070", "4070"], "geforce", 4, 1),
+    "rtx-4070-ti": ("rtx-4070-ti", ["RTX 4070 Ti", "4070 Ti"], "geforce", 4, 1),
+    "rtx-4080": ("rtx-4080", ["RTX 4080", "4080"], "geforce", 4, 1),
+    "rtx-4090": ("rtx-4090", ["RTX 4090", "4090", "GeForce RTX 4090"], "geforce", 4, 1),
+    "rtx-5080": ("rtx-5080", ["RTX 5080", "5080"], "geforce", 4, 1),
+    "rtx-5090": ("rtx-5090", ["RTX 5090", "5090", "GeForce RTX 5090"], "geforce", 4, 1),
+    "rtx-6000-ada": ("rtx-6000-ada", ["RTX 6000 Ada", "RTX 6000 Ada Generation"], "ada", 4, 1),
+    "rtx-a6000": ("rtx-a6000", ["RTX A6000", "A6000"], "ampere", 4, 2),
+    "a40": ("a40", ["A40"], "ampere", 8, 2),
+    "rtx-pro-6000-blackwell-workstation": (
+        "rtx-pro-6000-workstation",
+        ["RTX PRO 6000", "RTX PRO 6000 Blackwell", "RTX PRO 6000 Workstation"],
+        "blackwell",
+        4,
+        1,
+    ),
+    "rtx-pro-6000-blackwell-server": (
+        "rtx-pro-6000-server",
+        ["RTX PRO 6000 Server", "RTX PRO 6000 Blackwell Server Edition"],
+        "blackwell",
+        8,
+        1,
+    ),
+    "amd-rx-7900-xtx": ("rx-7900-xtx", ["RX 7900 XTX", "7900 XTX", "Radeon RX 7900 XTX"], "rdna", 4, 1),
+    "amd-mi210": ("mi210", ["MI210", "Instinct MI210"], "cdna", 8, 1),
+    "mi250x": ("mi250x", ["MI250X", "Instinct MI250X"], "cdna", 8, 8),
+    "mi300x": ("mi300x", ["MI300X", "Instinct MI300X"], "cdna", 8, 8),
+    "mi325x": ("mi325x", ["MI325X", "Instinct MI325X"], "cdna", 8, 8),
+    "gaudi2": ("gaudi2", ["Gaudi 2", "Gaudi2", "HL-225"], "gaudi", 8, 8),
+    "gaudi3": ("gaudi3", ["Gaudi 3", "Gaudi3", "HL-325L"], "gaudi", 8, 8),
+    "apple-m1": ("m1", ["M1", "Apple M1"], "apple", 1, 1),
+    "apple-m1-pro": ("m1-pro", ["M1 Pro", "Apple M1 Pro"], "apple", 1, 1),
+    "apple-m1-max": ("m1-max", ["M1 Max", "Apple M1 Max"], "apple", 1, 1),
+    "apple-m1-ultra": ("m1-ultra", ["M1 Ultra", "Apple M1 Ultra"], "apple", 1, 1),
+    "apple-m2": ("m2", ["M2", "Apple M2"], "apple", 1, 1),
+    "apple-m2-pro": ("m2-pro", ["M2 Pro", "Apple M2 Pro"], "apple", 1, 1),
+    "apple-m2-max": ("m2-max", ["M2 Max", "Apple M2 Max"], "apple", 1, 1),
+    "apple-m2-ultra": ("m2-ultra", ["M2 Ultra", "Apple M2 Ultra"], "apple", 1, 1),
+    "apple-m3": ("m3", ["M3", "Apple M3"], "apple", 1, 1),
+    "apple-m3-pro": ("m3-pro", ["M3 Pro", "Apple M3 Pro"], "apple", 1, 1),
+    "apple-m3-max": ("m3-max", ["M3 Max", "Apple M3 Max"], "apple", 1, 1),
+    "apple-m3-ultra": ("m3-ultra", ["M3 Ultra", "Apple M3 Ultra"], "apple", 1, 1),
+    "apple-m4": ("m4", ["M4", "Apple M4"], "apple", 1, 1),
+    "apple-m4-pro": ("m4-pro", ["M4 Pro", "Apple M4 Pro"], "apple", 1, 1),
+    "apple-m4-max": ("m4-max", ["M4 Max", "Apple M4 Max"], "apple", 1, 1),
+}
+
+# Names that several catalog entries answer to: the most common variant wins and the
+# resolver says so. (alias -> the ids it could mean, first = chosen)
+GPU_AMBIGUOUS = {
+    "A100": ["a100-80gb-sxm", "a100-40gb-sxm", "a100-80gb-pcie"],
+    "A100 80GB": ["a100-80gb-sxm", "a100-80gb-pcie"],
+    "H100": ["h100-sxm", "h100-pcie", "h100-nvl"],
+    "H100 80GB": ["h100-sxm", "h100-pcie"],
+    "V100": ["v100-32gb-sxm", "v100-16gb-sxm"],
+    "RTX PRO 6000": ["rtx-pro-6000-workstation", "rtx-pro-6000-server"],
+}
+
+GPUS_PER_NODE_SOURCE = (
+    "llmsweep assumption: 8 GPUs per HGX/OAM/PCIe server, 4 per GB200 compute tray (72 per NVLink "
+    "domain), 4 per workstation, 1 for Apple SoCs; override per GPU in a sweep"
+)
+
+# Corrections to reference values, each with the reference's own cross-check as its source.
+GPU_CORRECTIONS = {
+    "rtx-5090": {
+        "dense_tflops": {"fp16": 209.5, "bf16": 209.5, "fp8": 419.0},
+        "why": (
+            "gpus-extra.yaml meta.cross_checks_against_gpus_yaml: the rtx-5090 entry in gpus.yaml lists "
+            "FP16-accumulate figures (419.2 / 838.4); inference kernels accumulate in FP32, whose dense "
+            "rates are BF16/FP16 209.5 and FP8 419 (RTX Blackwell whitepaper rows quoted in "
+            "gh_fixlog_blackwell and gh_gaunernst_mma)"
+        ),
+    },
+}
+
+PCIE_GBPS_PER_LANE = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # PCI-SIG, per direction after encoding
+PCIE_SOURCE = (
+    "derived: PCI-SIG per-lane rates after encoding (Gen3 0.985, Gen4 1.969, Gen5 3.938, Gen6 7.563 GB/s "
+    "per direction) x lanes, from the interconnect.pcie field"
+)
+
+# Older models people still benchmark, not in models.yaml. Fields are copied from each
+# repository's config.json (source given per entry); parameter counts are computed by
+# llmsweep.catalog.architecture from those fields.
+EXTRA_MODELS = [
+    {
+        "id": "huggyllama/llama-30b",
+        "name": "LLaMA-30B",
+        "aliases": ["llama-30b", "LLaMA 30B", "llama-33b", "LLaMA-33B"],
+        "license": "LLaMA research license (non-commercial)",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 6656,
+            "num_hidden_layers": 60,
+            "num_attention_heads": 52,
+            "num_key_value_heads": 52,
+            "intermediate_size": 17920,
+            "vocab_size": 32000,
+            "max_position_embeddings": 2048,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/huggyllama/llama-30b/blob/main/config.json",
+                    "LLaMA paper arXiv 2302.13971 Table 2 (32.5B, 60 layers, 52 heads, d 6656)"],
+    },
+    {
+        "id": "codellama/CodeLlama-7b-hf",
+        "name": "CodeLlama-7B",
+        "aliases": ["codellama-7b", "CodeLlama 7B", "codellama/CodeLlama-7b-Instruct-hf",
+                    "codellama/CodeLlama-7b-Python-hf"],
+        "license": "Llama 2 Community License",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 32,
+            "intermediate_size": 11008,
+            "vocab_size": 32016,
+            "max_position_embeddings": 16384,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/codellama/CodeLlama-7b-hf/blob/main/config.json"],
+    },
+    {
+        "id": "codellama/CodeLlama-34b-hf",
+        "name": "CodeLlama-34B",
+        "aliases": ["codellama-34b", "CodeLlama 34B", "codellama/CodeLlama-34b-Instruct-hf",
+                    "codellama/CodeLlama-34b-Python-hf", "Phind/Phind-CodeLlama-34B-v2"],
+        "license": "Llama 2 Community License",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 8192,
+            "num_hidden_layers": 48,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "intermediate_size": 22016,
+            "vocab_size": 32000,
+            "max_position_embeddings": 16384,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/codellama/CodeLlama-34b-hf/blob/main/config.json"],
+    },
+    {
+        "id": "EleutherAI/gpt-j-6b",
+        "name": "GPT-J-6B",
+        "aliases": ["gpt-j-6b", "GPT-J 6B", "gptj-6b"],
+        "license": "Apache-2.0",
+        "config": {
+            "model_type": "gptj",
+            "hidden_size": 4096,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 16,
+            "intermediate_size": 16384,
+            "vocab_size": 50400,
+            "max_position_embeddings": 2048,
+            "tie_word_embeddings": False,
+            "mlp": "gelu",
+            "attention_bias": False,
+        },
+        "sources": ["https://huggingface.co/EleutherAI/gpt-j-6b/blob/main/config.json "
+                    "(n_embd 4096, n_layer 28, n_head 16, n_positions 2048, vocab 50400, n_inner null = 4 x n_embd)"],
+    },
+    {
+        "id": "mistralai/Mistral-7B-v0.3",
+        "name": "Mistral-7B-v0.3",
+        "aliases": ["mistral-7b-v0.3", "Mistral 7B v0.3", "mistralai/Mistral-7B-Instruct-v0.3"],
+        "license": "Apache-2.0",
+        "config": {
+            "model_type": "mistral",
+            "hidden_size": 4096,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "intermediate_size": 14336,
+            "vocab_size": 32768,
+            "max_position_embeddings": 32768,
+            "tie_word_embeddings": False,
+            "sliding_window": None,
+        },
+        "sources": ["https://huggingface.co/mistralai/Mistral-7B-v0.3/blob/main/config.json (sliding_window null)"],
+    },
+    {
+        "id": "meta-llama/Meta-Llama-3-8B",
+        "name": "Llama-3-8B",
+        "aliases": ["llama-3-8b", "Llama 3 8B", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Llama-3-8B"],
+        "license": "Meta Llama 3 Community License",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "intermediate_size": 14336,
+            "vocab_size": 128256,
+            "max_position_embeddings": 8192,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json "
+                    "(same layer shapes as Llama-3.1-8B in models.yaml; 8k context)"],
+    },
+    {
+        "id": "meta-llama/Meta-Llama-3-70B",
+        "name": "Llama-3-70B",
+        "aliases": ["llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3-70B"],
+        "license": "Meta Llama 3 Community License",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 8192,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "intermediate_size": 28672,
+            "vocab_size": 128256,
+            "max_position_embeddings": 8192,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json "
+                    "(same layer shapes as Llama-3.1-70B in models.yaml; 8k context)"],
+    },
+    {
+        "id": "meta-llama/Llama-3.3-70B-Instruct",
+        "name": "Llama-3.3-70B-Instruct",
+        "aliases": ["llama-3.3-70b", "Llama 3.3 70B"],
+        "license": "Llama 3.3 Community License",
+        "config": {
+            "model_type": "llama",
+            "hidden_size": 8192,
+            "num_hidden_layers": 80,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "intermediate_size": 28672,
+            "vocab_size": 128256,
+            "max_position_embeddings": 131072,
+            "tie_word_embeddings": False,
+        },
+        "sources": ["https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json "
+                    "(same architecture as Llama-3.1-70B)"],
+    },
+]
+
+# reference model id -> (HF id used as llmsweep id, aliases, license)
+MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
+    "llama-2-7b": ("meta-llama/Llama-2-7b-hf", ["llama-2-7b", "Llama 2 7B", "meta-llama/Llama-2-7b-chat-hf",
+                   "meta-llama/Llama-2-7b", "TheBloke/Llama-2-7B-GPTQ", "TheBloke/Llama-2-7B-GGUF",
+                   "TheBloke/Llama-2-7B-AWQ"], "Llama 2 Community License"),
+    "llama-2-13b": ("meta-llama/Llama-2-13b-hf", ["llama-2-13b", "Llama 2 13B", "meta-llama/Llama-2-13b-chat-hf",
+                    "TheBloke/Llama-2-13B-GPTQ", "TheBloke/Llama-2-13B-GGUF"], "Llama 2 Community License"),
+    "llama-2-70b": ("meta-llama/Llama-2-70b-hf", ["llama-2-70b", "Llama 2 70B", "meta-llama/Llama-2-70b-chat-hf",
+                    "TheBloke/Llama-2-70B-GPTQ", "TheBloke/Llama-2-70B-GGUF"], "Llama 2 Community License"),
+    "llama-3.1-8b": ("meta-llama/Llama-3.1-8B", ["llama-3.1-8b", "Llama 3.1 8B", "meta-llama/Meta-Llama-3.1-8B",
+                     "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct",
+                     "neuralmagic/Meta-Llama-3.1-8B-FP8", "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8",
+                     "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"], "Llama 3.1 Community License"),
+    "llama-3.1-70b": ("meta-llama/Llama-3.1-70B", ["llama-3.1-70b", "Llama 3.1 70B", "meta-llama/Meta-Llama-3.1-70B",
+                      "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct",
+                      "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+                      "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"], "Llama 3.1 Community License"),
+    "llama-3.1-405b": ("meta-llama/Llama-3.1-405B", ["llama-3.1-405b", "Llama 3.1 405B",
+                       "meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct",
+                       "meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-405B-Instruct-FP8",
+                       "NousResearch/Hermes-3-Llama-3.1-405B", "NousResearch/Hermes-3-Llama-3.1-405B-FP8"],
+                       "Llama 3.1 Community License"),
+    "mistral-7b-v0.1": ("mistralai/Mistral-7B-v0.1", ["mistral-7b-v0.1", "Mistral 7B v0.1",
+                        "mistralai/Mistral-7B-Instruct-v0.1"], "Apache-2.0"),
+    "mixtral-8x7b-v0.1": ("mistralai/Mixtral-8x7B-v0.1", ["mixtral-8x7b", "Mixtral 8x7B",
+                          "mistralai/Mixtral-8x7B-Instruct-v0.1"], "Apache-2.0"),
+    "mixtral-8x22b-v0.1": ("mistralai/Mixtral-8x22B-v0.1", ["mixtral-8x22b", "Mixtral 8x22B",
+                           "mistralai/Mixtral-8x22B-Instruct-v0.1"], "Apache-2.0"),
+    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", ["qwen2.5-7b", "Qwen2.5 7B", "Qwen/Qwen2.5-7B-Instruct",
+                   "Qwen/Qwen2.5-7B-Instruct-AWQ"], "Apache-2.0"),
+    "qwen2.5-32b": ("Qwen/Qwen2.5-32B", ["qwen2.5-32b", "Qwen2.5 32B", "Qwen/Qwen2.5-32B-Instruct",
+                    "Qwen/Qwen2.5-32B-Instruct-AWQ"], "Apache-2.0"),
+    "qwen2.5-72b": ("Qwen/Qwen2.5-72B", ["qwen2.5-72b", "Qwen2.5 72B", "Qwen/Qwen2.5-72B-Instruct",
+                    "Qwen/Qwen2.5-72B-Instruct-AWQ"], "Qwen License (tongyi-qianwen)"),
+    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B", ["qwen3-30b-a3b", "Qwen3 30B A3B", "Qwen/Qwen3-30B-A3B-Instruct-2507",
+                      "Qwen/Qwen3-30B-A3B-FP8"], "Apache-2.0"),
+    "qwen3-235b-a22b": ("Qwen/Qwen3-235B-A22B", ["qwen3-235b-a22b", "Qwen3 235B A22B",
+                        "Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B-FP8"], "Apache-2.0"),
+    "deepseek-v3": ("deepseek-ai/DeepSeek-V3", ["deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3-0324",
+                    "deepseek-ai/DeepSeek-R1", "deepseek-r1"], "DeepSeek Model License (code MIT)"),
+    "gemma-2-9b": ("google/gemma-2-9b", ["gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b-it"], "Gemma Terms of Use"),
+    "gemma-2-27b": ("google/gemma-2-27b", ["gemma-2-27b", "Gemma 2 27B", "google/gemma-2-27b-it"],
+                    "Gemma Terms of Use"),
+    "phi-3-mini-4k-instruct": ("microsoft/Phi-3-mini-4k-instruct", ["phi-3-mini", "Phi-3 mini",
+                               "phi-3-mini-4k-instruct"], "MIT"),
+    "gpt-oss-120b": ("openai/gpt-oss-120b", ["gpt-oss-120b", "gpt-oss 120b"], "Apache-2.0"),
+    "gpt-oss-20b": ("openai/gpt-oss-20b", ["gpt-oss-20b", "gpt-oss 20b"], "Apache-2.0"),
+}
+
+# Keys of the reference's moe block that are its own summaries, not config.json keys.
+REFERENCE_ONLY_KEYS = {"expert_intermediate_size", "shared_experts"}
+
+LICENSE_SOURCE = "license named on the model's Hugging Face model card (check the current terms before use)"
+
+
+def _pcie_gbps(text: str | None) -> float | None:
+    if not text:
+        return None
+    m = re.search(r"Gen\s*(\d)\s*x\s*(\d+)", text)
+    if not m:
+        return None
+    gen, lanes = int(m.group(1)), int(m.group(2))
+    return round(PCIE_GBPS_PER_LANE[gen] * lanes, 1)
+
+
+def _num(v):
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return float(v)
+    return None
+
+
+def _sources(entry: dict, index: dict) -> list[dict]:
+    out = []
+    for s in entry.get("sources") or []:
+        ref = s["ref"]
+        out.append({"ref": ref, "source": index.get(ref, ref), "fields": [str(f) for f in s.get("fields") or []]})
+    return out
+
+
+def build_gpus(ref_dir: Path) -> dict:
+    gpus = {}
+    for fname in ("gpus.yaml", "gpus-extra.yaml"):
+        data = yaml.safe_load((ref_dir / fname).read_text())
+        index = data["source_index"]
+        for g in data["gpus"]:
+            gid, aliases, family, per_node, nvlink_group = GPU_IDS[g["id"]]
+            tf = g.get("dense_tflops") or {}
+            tops = g.get("dense_tops") or {}
+            rates = {k: _num(tf.get(k)) for k in ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")}
+            rates["int8"] = _num(tops.get("int8"))
+            rates["int4"] = _num(tops.get("int4"))
+            derived = [str(d) for d in g.get("derived_fields") or []]
+            fix = GPU_CORRECTIONS.get(gid)
+            if fix:
+                for k, v in fix["dense_tflops"].items():
+                    derived.append(f"dense_tflops.{k}: {rates[k]} -> {v} ({fix['why']})")
+                    rates[k] = v
+            ic = g.get("interconnect") or {}
+            nvlink = _num(ic.get("nvlink_gbps_per_direction"))
+            if nvlink is None and _num(ic.get("nvlink_gbps_bidirectional")):
+                nvlink = ic["nvlink_gbps_bidirectional"] / 2
+                derived.append("nvlink_gbps_per_direction = nvlink_gbps_bidirectional / 2")
+            if nvlink is None and _num(ic.get("infinity_fabric_gbps_unidirectional_total")):
+                nvlink = float(ic["infinity_fabric_gbps_unidirectional_total"])
+                derived.append("scale-up link = Infinity Fabric unidirectional total")
+            pcie = _pcie_gbps(ic.get("pcie"))
+            if pcie is not None:
+                derived.append(f"pcie_gbps_per_direction {pcie} ({PCIE_SOURCE})")
+            gpus[gid] = {
+                "name": g["name"],
+                "vendor": g["vendor"],
+                "family": family,
+                "arch": g.get("arch"),
+                "form_factor": g.get("form_factor"),
+                "reference_id": f"{fname}:{g['id']}",
+                "aliases": aliases,
+                "memory_gb": _num(g["memory_gb"]),
+                "memory_type": g.get("memory_type"),
+                "memory_bandwidth_gbps": _num(g["memory_bandwidth_gbps"]),
+                "dense_tflops": rates,
+                "tdp_w": _num(g.get("tdp_w")),
+                "scale_up_gbps_per_direction": nvlink,
+                "nvlink_group": nvlink_group if nvlink else 1,
+                "pcie_gbps_per_direction": pcie,
+                "gpus_per_node": per_node,
+                "launch_year": g.get("launch_year"),
+                "cloud_prices": [
+                    {**p, "source": index.get(p.get("source"), p.get("source"))}
+                    for p in g.get("cloud_prices") or []
+                ],
+                "sources": _sources(g, index)
+                + [{"ref": "llmsweep", "source": GPUS_PER_NODE_SOURCE, "fields": ["gpus_per_node", "nvlink_group"]}],
+                "derived": derived,
+                "notes": g.get("notes"),
+            }
+    return gpus
+
+
+def build_models(ref_dir: Path) -> dict:
+    data = yaml.safe_load((ref_dir / "models.yaml").read_text())
+    index = data["source_index"]
+    models = {}
+    for m in data["models"]:
+        mid, aliases, license_ = MODEL_IDS[m["id"]]
+        cfg = {"model_type": m["model_type"], **{k: v for k, v in m["config"].items() if v is not None}}
+        cfg.pop("quantization", None)
+        # Flatten the reference's moe / mla / sliding_window blocks back into config.json keys, so
+        # catalog entries and users' config.json files go through the same reader.
+        for block in ("moe", "mla"):
+            cfg.update({k: v for k, v in (m.get(block) or {}).items() if k not in REFERENCE_ONLY_KEYS})
+        sw = m.get("sliding_window") or {}
+        if isinstance(sw.get("sliding_window"), int):
+            cfg["sliding_window"] = sw["sliding_window"]
+            if sw.get("use_sliding_window") is False:
+                cfg["use_sliding_window"] = False
+        # llmsweep counts parameters from the config; the reference's counts are kept beside
+        # each entry and tests/test_architecture.py checks the two agree.
+        p = m["params"]
+        if isinstance(p.get("computed_total_from_config"), int):
+            params = {"total": p["computed_total_from_config"], "source": "models.yaml params.computed_total_from_config"}
+            if isinstance(p.get("computed_active_from_config"), int):
+                params["active"] = p["computed_active_from_config"]
+        else:  # gpt-oss: no computed count in models.yaml; the official total is used
+            total = float(str(p["official_total"]).split("B")[0]) * 1e9
+            active = float(str(p["official_active"]).split("B")[0]) * 1e9
+            params = {"total": int(total), "active_excluding_input_embedding": int(active),
+                      "source": f"models.yaml params.official_total / official_active ({p['official_total']})"}
+        models[mid] = {
+            "name": m["name"],
+            "reference_id": f"models.yaml:{m['id']}",
+            "aliases": aliases,
+            "license": license_,
+            "config": cfg,
+            "params_reference": params,
+            "kv_bytes_per_token_fp16_reference": m.get("kv_bytes_per_token_fp16"),
+            "sources": _sources(m, index) + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
+            "notes": m.get("notes"),
+        }
+    for e in EXTRA_MODELS:
+        models[e["id"]] = {
+            "name": e["name"],
+            "reference_id": None,
+            "aliases": e["aliases"],
+            "license": e["license"],
+            "config": e["config"],
+            "params_reference": {},
+            "kv_bytes_per_token_fp16_reference": None,
+            "sources": [{"ref": "config.json", "source": s, "fields": ["config"]} for s in e["sources"]]
+            + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
+            "notes": "parameter counts computed by llmsweep from the config fields",
+        }
+    return models
+
+
+HEADER = "# Generated by scripts/build_catalog.py from shared/reference/{src}. Do not edit by hand:\n" \
+         "# change the reference or the script, then re-run it.\n"
+
+
+def render(ref_dir: Path) -> dict[str, str]:
+    dump = lambda d: yaml.safe_dump(d, sort_keys=False, allow_unicode=True, width=120)  # noqa: E731
+    return {
+        "gpus.yaml": HEADER.format(src="gpus.yaml, gpus-extra.yaml")
+        + dump({"ambiguous_aliases": GPU_AMBIGUOUS, "gpus": build_gpus(ref_dir)}),
+        "models.yaml": HEADER.format(src="models.yaml") + dump({"models": build_models(ref_dir)}),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reference", type=Path, default=ROOT.parent / "shared" / "reference")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the committed files differ")
+    args = ap.parse_args(argv)
+    out = render(args.reference)
+    stale = [n for n, text in out.items() if (CATALOG / n).read_text() != text] if args.check else []
+    if args.check:
+        print("stale: " + ", ".join(stale) if stale else "catalog is up to date")
+        return 1 if stale else 0
+    for n, text in out.items():
+        (CATALOG / n).write_text(text)
+        print(f"wrote {CATALOG / n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
