@@ -1,0 +1,144 @@
+"""Command line: parse, call one core function, print. Heavy imports happen inside commands so
+`llmsweep --help` answers at once. Exit codes: 0 success, 1 bad input or failed run, 2 usage."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import wraps
+
+import click
+
+from llmsweep import __version__
+from llmsweep.errors import LlmsweepError
+
+FORMATS = click.Choice(["table", "json", "csv"])
+
+
+class UserError(click.ClickException):
+    """Printed as `Error: <message>` on stderr; exit code 1."""
+
+    exit_code = 1
+
+
+def _errors_to_exit(fn):
+    """Turn LlmsweepError into a one-line message and exit 1 (no traceback)."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except LlmsweepError as e:
+            raise UserError(str(e)) from None
+
+    return wrapper
+
+
+class BatchType(click.ParamType):
+    name = "N|max"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) or str(value).strip().lower() == "max":
+            return value if isinstance(value, int) else "max"
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is not a positive integer or 'max'", param, ctx)
+        if n < 1:
+            self.fail(f"{n} is not a positive integer or 'max'", param, ctx)
+        return n
+
+
+def _note(msg: str | None) -> None:
+    if msg:
+        click.echo(f"note: {msg}", err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="llmsweep")
+def main() -> None:
+    """First-principles LLM inference estimates: will a model fit, how fast will it run, how many
+    GPUs are needed and what will it cost.
+
+    \b
+    Examples:
+      llmsweep estimate --gpu "H100 SXM" --model meta-llama/Llama-3.1-8B --precision bf16
+      llmsweep estimate --gpu a100-80gb-sxm --model llama-2-7b --batch max --format json
+      llmsweep gpus
+      llmsweep models llama-3.1-70b
+    """
+
+
+@main.command()
+@click.option("--gpu", required=True, help="GPU id or name, e.g. h100-sxm, 'RTX 4090', 'M2 Ultra'.")
+@click.option("--model", required=True, help="Hugging Face id or alias, or a local config.json path.")
+@click.option("--precision", default="bf16", show_default=True, help="Weight format (see `llmsweep precisions`).")
+@click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
+@click.option("--tp", default=1, show_default=True, type=click.IntRange(min=1), help="Tensor-parallel GPUs.")
+@click.option("--pp", default=1, show_default=True, type=click.IntRange(min=1), help="Pipeline-parallel GPUs.")
+@click.option("--batch", default="1", show_default=True, type=BatchType(), help="Concurrent sequences, or max.")
+@click.option("--input-tokens", default=1024, show_default=True, type=click.IntRange(min=0), help="Prompt length.")
+@click.option("--output-tokens", default=256, show_default=True, type=click.IntRange(min=0),
+              help="Tokens generated per request.")
+@click.option("--profile", default="default", show_default=True,
+              help="Efficiency profile: ideal (pure roofline), default, or a profile file.")
+@click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+@_errors_to_exit
+def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, output_tokens, profile, fmt):
+    """Estimate one configuration: memory, prefill/TTFT, decode speed, throughput, roofline.
+
+    \b
+    Examples:
+      llmsweep estimate --gpu "H100 SXM" --model meta-llama/Llama-3.1-70B --tp 2
+      llmsweep estimate --gpu rtx-4090 --model llama-3.1-8b --precision q4_k_m --batch max
+      llmsweep estimate --gpu l40s --model ./my-model/config.json --format json
+    """
+    from llmsweep.single import estimate_one
+
+    if input_tokens + output_tokens == 0:
+        raise LlmsweepError("--input-tokens and --output-tokens are both 0; give at least one token")
+    result = estimate_one(
+        gpu=gpu, model=model, precision=precision, kv_precision=kv_precision, tp=tp, pp=pp,
+        batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, profile=profile,
+    )
+    for n in result.notes:
+        _note(n)
+    if fmt == "json":
+        click.echo(json.dumps(result.row, indent=2, default=str))
+    elif fmt == "csv":
+        click.echo(result.frame.write_csv(), nl=False)
+    else:
+        click.echo(result.text())
+
+
+def _catalog_command(kind: str):
+    @click.argument("name", required=False)
+    @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
+    @_errors_to_exit
+    def command(name, fmt):
+        from llmsweep import listing
+
+        click.echo(listing.render(kind, name, fmt), nl=fmt != "csv")
+
+    return command
+
+
+main.command(
+    "gpus",
+    help="List the GPU catalog, or show one GPU in full with its sources.\n\n\b\nExamples:\n"
+    "  llmsweep gpus\n  llmsweep gpus 'H100 SXM'\n  llmsweep gpus --format csv",
+)(_catalog_command("gpu"))
+main.command(
+    "models",
+    help="List the model catalog, or show one model in full with its sources.\n\n\b\nExamples:\n"
+    "  llmsweep models\n  llmsweep models deepseek-ai/DeepSeek-V3\n  llmsweep models ./config.json",
+)(_catalog_command("model"))
+main.command(
+    "precisions",
+    help="List weight/KV formats with bytes per weight, compute dtype and sources.\n\n\b\nExamples:\n"
+    "  llmsweep precisions\n  llmsweep precisions q4_k_m --format json",
+)(_catalog_command("precision"))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

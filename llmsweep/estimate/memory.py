@@ -1,0 +1,107 @@
+"""Memory: weights + KV cache + activations + runtime overhead, per GPU (DESIGN.md §4).
+
+All results are bytes. Each function returns a polars expression over the grid frame.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c
+
+
+def model_weight_bytes() -> pl.Expr:
+    """P x b_w: every weight of one replica. b_w includes quantisation scales (int4 g128 = 4.125 bits
+    = 0.515625 bytes), so no integer division can turn half a byte into zero."""
+    return c.params_total * c.bytes_per_weight
+
+
+def weight_bytes() -> pl.Expr:
+    """Weights held by one GPU: P x b_w / (tp x pp) (tensor parallel splits each layer, pipeline
+    parallel splits the layers)."""
+    return c.model_weight_bytes / (c.tp * c.pp)
+
+
+def kv_bytes_per_token() -> pl.Expr:
+    """KV bytes one token adds over all layers: b_kv x 2 x L x h_kv x d_h (GQA: h_kv, not h_q);
+    MLA caches b_kv x L x (kv_lora_rank + qk_rope_head_dim). The element count comes from the
+    architecture (catalog/architecture.py)."""
+    return c.kv_elements_per_token * c.kv_bytes_per_element
+
+
+def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
+    """KV bytes of one sequence at `context` tokens: full-attention layers hold every token,
+    sliding-window layers at most W tokens."""
+    windowed = c.kv_window_elements_per_token * pl.min_horizontal(context, c.sliding_window_tokens).fill_null(0)
+    full = (c.kv_elements_per_token - c.kv_window_elements_per_token) * context
+    return (full + windowed) * c.kv_bytes_per_element
+
+
+def kv_split() -> pl.Expr:
+    """How many GPUs share one sequence's KV cache: pp x min(tp, h_kv). A KV head is never split,
+    so with tp > h_kv heads are replicated (MLA's single latent is replicated on every tp rank)."""
+    return c.pp * pl.min_horizontal(c.tp, c.kv_heads)
+
+
+def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
+    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv))."""
+    return batch * kv_sequence_bytes(c.context_tokens) / kv_split()
+
+
+def activation_bytes_per_token() -> pl.Expr:
+    """Live activations per prefill token on one GPU, with FlashAttention (no S x S scores): the
+    residual stream and its normed copy (2d), q/k/v ((h_q + 2 h_kv) d_h / tp) and the MLP's
+    gate and up projections (2 x active intermediate width / tp), at the activation dtype."""
+    width = (
+        2 * c.hidden_size
+        + (c.attention_heads + 2 * c.kv_heads) * c.attention_head_dim / c.tp
+        + 2 * c.mlp_active_width / c.tp
+    )
+    return width * c.activation_bytes_per_element
+
+
+def prefill_chunk(batch: pl.Expr) -> pl.Expr:
+    """Tokens prefilled together: the batch's prompts, capped by the engine's chunk budget."""
+    return pl.min_horizontal(batch * c.input_tokens, c.prefill_chunk_tokens)
+
+
+def logits_bytes_per_sequence() -> pl.Expr:
+    """fp32 logits of one sequence's next token, vocabulary split over tp: V x 4 / tp."""
+    return c.vocab_size * 4.0 / c.tp
+
+
+def activation_bytes(batch: pl.Expr) -> pl.Expr:
+    """Peak workspace on one GPU: a prefill chunk's activations plus the batch's logits."""
+    return prefill_chunk(batch) * activation_bytes_per_token() + batch * logits_bytes_per_sequence()
+
+
+def overhead_bytes() -> pl.Expr:
+    """Runtime context and workspaces (profile), plus communication buffers when the replica spans
+    more than one GPU."""
+    return c.runtime_overhead_bytes + pl.when(c.tp * c.pp > 1).then(c.tp_buffer_bytes).otherwise(0.0)
+
+
+def usable_memory_bytes() -> pl.Expr:
+    """GPU memory the engine may use: capacity x (1 - reserve fraction)."""
+    return c.gpu_memory_bytes * (1 - c.memory_reserve_fraction)
+
+
+def max_batch() -> pl.Expr:
+    """Largest batch B whose memory fits: mem(B) = W + O + min(B S_in, C) a + B s <= U, where
+    s = per-sequence KV + logits and a = activation bytes per prefill token, C the chunk budget.
+
+    mem(B) rises with B and bends where B S_in reaches C, so: the answer past the bend,
+    B2 = floor((U - W - O - C a) / s), holds if B2 S_in >= C; otherwise it lies before the bend,
+    B1 = floor((U - W - O) / (S_in a + s)). Never negative (0 = not even one sequence fits)."""
+    free = c.usable_memory_bytes - c.weight_bytes - c.overhead_bytes
+    per_seq = kv_cache_bytes(pl.lit(1.0)) + logits_bytes_per_sequence()
+    a = activation_bytes_per_token()
+    past_bend = ((free - c.prefill_chunk_tokens * a) / per_seq).floor()
+    before_bend = (free / (c.input_tokens * a + per_seq)).floor()
+    b = pl.when(past_bend * c.input_tokens >= c.prefill_chunk_tokens).then(past_bend).otherwise(before_bend)
+    return pl.max_horizontal(b, 0.0).cast(pl.Int64)
+
+
+def memory_per_gpu_bytes() -> pl.Expr:
+    """weights + KV cache + activations + overhead on one GPU."""
+    return c.weight_bytes + c.kv_cache_bytes + c.activation_bytes + c.overhead_bytes

@@ -1,0 +1,61 @@
+"""Tensor- and pipeline-parallel costs and the rules a parallel layout must satisfy."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c
+
+
+def allreduce_s(tokens: pl.Expr) -> pl.Expr:
+    """Tensor-parallel communication of one forward pass over `tokens` tokens [s].
+
+    Two all-reduces per layer (after attention and after the MLP), each a ring all-reduce of the
+    activations (tokens x d x activation bytes): alpha + 2 (tp - 1) / tp x bytes / link bandwidth
+    (per direction). Zero when tp = 1. Pipeline stages pass activations point to point, which
+    is small against the all-reduces and is not counted.
+    """
+    message = tokens * c.hidden_size * c.activation_bytes_per_element
+    one = c.allreduce_latency_s + 2 * (c.tp - 1) / c.tp * message / c.link_bandwidth_bytes_per_s
+    return pl.when(c.tp > 1).then(2 * c.layers * one).otherwise(0.0)
+
+
+def layout_reason() -> pl.Expr:
+    """Why a (GPU, model, tp, pp, lengths) combination cannot run at all, or null.
+
+    Rules as the engines enforce them (vLLM, TensorRT-LLM): tp divides the attention heads; tp
+    and the KV heads divide one another (else heads cannot be split or replicated evenly);
+    pp <= layers; tp x pp GPUs fit in one server (multi-node is not modelled); the GPU has a
+    link for tp > 1 and a published rate for the compute dtype; the context fits the model.
+    """
+    return (
+        pl.when(c.attention_heads % c.tp != 0)
+        .then(pl.format("tp={} does not divide the model's {} attention heads", c.tp, c.attention_heads))
+        .when((c.kv_heads % c.tp != 0) & (c.tp % c.kv_heads != 0))
+        .then(pl.format("tp={} and the model's {} KV heads do not divide one another", c.tp, c.kv_heads))
+        .when(c.pp > c.layers)
+        .then(pl.format("pp={} exceeds the model's {} layers", c.pp, c.layers))
+        .when(c.tp * c.pp > c.gpus_per_node)
+        .then(pl.format("tp x pp = {} GPUs exceeds the {} GPUs of one {} server; multi-node is not modelled",
+                        c.tp * c.pp, c.gpus_per_node, c.gpu))
+        .when((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null())
+        .then(pl.format("{} has no known interconnect bandwidth for tp > 1", c.gpu))
+        .when(c.peak_flops_per_s.is_null())
+        .then(pl.format("{} has no published peak rate for {} or any wider dtype", c.gpu, c.compute_dtype))
+        .when(c.context_tokens > c.max_context_tokens)
+        .then(pl.format("context of {} tokens exceeds the model's {}-token limit",
+                        c.context_tokens, c.max_context_tokens))
+        .otherwise(None)
+    )
+
+
+def memory_reason() -> pl.Expr:
+    """The row does not fit: say by how much."""
+    gib = 2.0**30
+    return pl.when(c.memory_per_gpu_bytes > c.usable_memory_bytes).then(
+        pl.format(
+            "needs {} GiB per GPU but {} GiB are usable",
+            (c.memory_per_gpu_bytes / gib).round(1),
+            (c.usable_memory_bytes / gib).round(1),
+        )
+    )

@@ -1,0 +1,159 @@
+"""Axes + catalog -> the grid frame: one row per configuration, joined with the facts the
+estimator needs (GPU, model, precision, efficiency profile).
+
+The cross product is built lazily from small per-entity tables; no Python runs per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import polars as pl
+
+from llmsweep.catalog import Catalog, Profile
+from llmsweep.columns import SCHEMA
+
+MAX = "max"
+
+
+@dataclass(frozen=True)
+class Axes:
+    """Resolved axis values (catalog ids, not user spellings). `batch` items are ints or "max"."""
+
+    gpu: Sequence[str]
+    model: Sequence[str]
+    precision: Sequence[str] = ("bf16",)
+    kv_precision: Sequence[str] = ("auto",)
+    input_tokens: Sequence[int] = (1024,)
+    output_tokens: Sequence[int] = (256,)
+    batch: Sequence[int | str] = (1,)
+    tp: Sequence[int] = (1,)
+    pp: Sequence[int] = (1,)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for v in (self.gpu, self.model, self.precision, self.kv_precision, self.input_tokens,
+                  self.output_tokens, self.batch, self.tp, self.pp):
+            n *= len(v)
+        return n
+
+
+def _frame(rows: list[dict]) -> pl.LazyFrame:
+    cols = rows[0].keys()
+    return pl.LazyFrame({k: pl.Series(k, [r[k] for r in rows], dtype=SCHEMA.get(k)) for k in cols})
+
+
+def gpu_table(catalog: Catalog, gpus: Sequence[str], profile: Profile) -> pl.LazyFrame:
+    rows = []
+    for gid in dict.fromkeys(gpus):
+        g = catalog.gpu(gid)
+        eff = profile.for_family(g.family)
+        rows.append({
+            "gpu": gid,
+            "gpu_name": g.name or gid,
+            "gpu_family": g.family,
+            "gpu_memory_bytes": g.memory_bytes,
+            "memory_bandwidth_bytes_per_s": g.memory_bandwidth_gbps * 1e9,
+            "gpus_per_node": g.gpus_per_node,
+            "gpu_tdp_w": g.tdp_w,
+            **eff.model_dump(),
+        })
+    return _frame(rows)
+
+
+def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
+    rows = []
+    for mid in dict.fromkeys(models):
+        a = catalog.model(mid).architecture
+        rows.append({
+            "model": mid,
+            "params_total": float(a.params_total),
+            "params_active": float(a.params_active),
+            "layers": a.layers,
+            "hidden_size": a.hidden_size,
+            "attention_heads": a.attention_heads,
+            "kv_heads": a.kv_heads,
+            "attention_head_dim": a.attention_head_dim,
+            "vocab_size": a.vocab_size,
+            "max_context_tokens": a.max_context_tokens,
+            "experts": a.experts,
+            "experts_per_token": a.experts_per_token,
+            "moe_layers": a.moe_layers,
+            "expert_params": float(a.expert_params),
+            "kv_elements_per_token": float(a.kv_elements_per_token),
+            "kv_window_elements_per_token": float(a.kv_elements_per_token_window),
+            "sliding_window_tokens": a.sliding_window,
+            "mlp_active_width": a.mlp_active_width,
+        })
+    return _frame(rows)
+
+
+def precision_tables(
+    catalog: Catalog, gpus: Sequence[str], precisions: Sequence[str], kv_precisions: Sequence[str]
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """(gpu x precision facts: compute dtype after fallback, peak rate, notes;
+    precision x kv_precision: bytes per KV element, with `auto` = the 16-bit activation dtype)."""
+    rates = []
+    for gid, pid in product(dict.fromkeys(gpus), dict.fromkeys(precisions)):
+        g, p = catalog.gpu(gid), catalog.precision(pid)
+        flops, used = g.peak_flops(p.compute_dtype)
+        note = None
+        if flops and used != p.compute_dtype:
+            note = f"{gid} has no published {p.compute_dtype} rate; matmuls use its {used} rate"
+        rates.append({
+            "gpu": gid, "precision": pid, "bytes_per_weight": p.bytes_per_weight,
+            "activation_bytes_per_element": p.activation_bytes, "compute_dtype": used,
+            "peak_flops_per_s": flops, "notes": note,
+        })
+    kv = []
+    for pid, kid in product(dict.fromkeys(precisions), dict.fromkeys(kv_precisions)):
+        p = catalog.precision(pid)
+        kv_bytes = p.activation_bytes if kid == "auto" else catalog.precision(kid).bytes_per_weight
+        kv.append({"precision": pid, "kv_precision": kid, "kv_bytes_per_element": kv_bytes})
+    return _frame(rates), _frame(kv)
+
+
+def link_table(catalog: Catalog, gpus: Sequence[str], tps: Sequence[int]) -> pl.LazyFrame:
+    rows = [
+        {"gpu": gid, "tp": tp, "link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp)}
+        for gid, tp in product(dict.fromkeys(gpus), dict.fromkeys(tps))
+    ]
+    return _frame(rows)
+
+
+def _axis(name: str, values: Sequence) -> pl.LazyFrame:
+    return pl.LazyFrame({name: pl.Series(name, list(values), dtype=SCHEMA[name])})
+
+
+def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
+    """The grid frame: the cross product of the axes, joined with every fact column."""
+    rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
+    batch_is_max = [b == MAX for b in axes.batch]
+    batches = pl.LazyFrame({
+        "batch": pl.Series([1 if m else int(b) for b, m in zip(axes.batch, batch_is_max, strict=True)],
+                           dtype=pl.Int64),
+        "batch_is_max": batch_is_max,
+    }).unique(maintain_order=True)
+    grid = (
+        gpu_table(catalog, axes.gpu, profile)
+        .join(model_table(catalog, axes.model), how="cross")
+        .join(_axis("precision", dict.fromkeys(axes.precision)), how="cross")
+        .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), how="cross")
+        .join(_axis("tp", dict.fromkeys(axes.tp)), how="cross")
+        .join(_axis("pp", dict.fromkeys(axes.pp)), how="cross")
+        .join(batches, how="cross")
+        .join(_axis("input_tokens", dict.fromkeys(axes.input_tokens)), how="cross")
+        .join(_axis("output_tokens", dict.fromkeys(axes.output_tokens)), how="cross")
+    )
+    return (
+        grid.join(rates, on=["gpu", "precision"], how="left")
+        .join(kv, on=["precision", "kv_precision"], how="left")
+        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], how="left")
+        .with_columns(
+            gpus=pl.col("tp") * pl.col("pp"),
+            context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
+        )
+    )

@@ -1,0 +1,79 @@
+"""`llmsweep gpus | models | precisions`: the catalogs as tables, JSON or CSV, with sources."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from llmsweep.catalog import load_catalog
+from llmsweep.present import table
+
+
+def _gpu_rows(cat) -> list[dict]:
+    rows = []
+    for gid, g in cat.gpus.items():
+        r = g.dense_tflops
+        rows.append({
+            "id": gid, "name": g.name, "memory_gb": g.memory_gb, "bandwidth_gbps": g.memory_bandwidth_gbps,
+            "fp16_tflops": r.fp16, "bf16_tflops": r.bf16, "fp8_tflops": r.fp8, "fp4_tflops": r.fp4,
+            "tdp_w": g.tdp_w, "link_gbps": g.scale_up_gbps_per_direction or g.pcie_gbps_per_direction,
+            "gpus_per_node": g.gpus_per_node, "n_sources": len(g.sources),
+        })
+    return rows
+
+
+def _model_rows(cat) -> list[dict]:
+    rows = []
+    for mid, m in cat.models.items():
+        a = m.architecture
+        rows.append({
+            "id": mid, "params_b": round(a.params_total / 1e9, 2), "active_b": round(a.params_active / 1e9, 2),
+            "layers": a.layers, "kv_heads": a.kv_heads if not a.is_mla else "MLA",
+            "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2, "max_context": a.max_context_tokens,
+            "license": m.license,
+        })
+    return rows
+
+
+def _precision_rows(cat) -> list[dict]:
+    return [
+        {"id": pid, "name": p.name, "bits_per_weight": p.bits_per_weight, "bytes_per_weight": p.bytes_per_weight,
+         "compute_dtype": p.compute_dtype, "source": p.sources[0] if p.sources else ""}
+        for pid, p in cat.precisions.items()
+    ]
+
+
+def render(kind: str, name: str | None, fmt: str) -> str:
+    cat = load_catalog()
+    if name:
+        if kind == "gpu":
+            rid = cat.resolve_gpu(name).id
+            entry = {"id": rid, **cat.gpu(rid).model_dump(exclude_none=True)}
+        elif kind == "model":
+            rid = cat.resolve_model(name).id
+            m = cat.model(rid)
+            a = m.architecture
+            entry = {"id": rid, **m.model_dump(exclude_none=True),
+                     "computed": {"params_total": a.params_total, "params_active": a.params_active,
+                                  "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2}}
+        else:
+            rid = cat.resolve_precision(name).id
+            entry = {"id": rid, **cat.precision(rid).model_dump(exclude_none=True)}
+        if fmt == "table":
+            import yaml
+
+            return yaml.safe_dump(entry, sort_keys=False, allow_unicode=True, width=100).rstrip()
+        rows = [entry]
+    else:
+        rows = {"gpu": _gpu_rows, "model": _model_rows, "precision": _precision_rows}[kind](cat)
+    if fmt == "json":
+        return json.dumps(rows if not name else rows[0], indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        flat = [{k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.items()} for r in rows]
+        w = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(flat)
+        return buf.getvalue()
+    return table(list(rows[0]), [list(r.values()) for r in rows])

@@ -1,0 +1,69 @@
+"""One configuration, by the names a user types: resolve them, estimate, present the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from llmsweep.catalog import load_catalog
+from llmsweep.columns import BY_NAME
+from llmsweep.estimate import add_estimates, select_exported
+from llmsweep.grid import Axes, expand
+from llmsweep.present import format_value
+
+# What `llmsweep estimate` shows as a table, section by section.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "Configuration": ("gpu", "model", "precision", "kv_precision", "tp", "pp", "batch", "input_tokens",
+                      "output_tokens", "compute_dtype", "params_total", "params_active"),
+    "Memory per GPU": ("weight_bytes", "kv_cache_bytes", "activation_bytes", "overhead_bytes",
+                       "memory_per_gpu_bytes", "usable_memory_bytes", "fits", "max_batch"),
+    "Prefill (one prompt)": ("prefill_flops", "ttft_s", "prefill_tokens_per_s", "prefill_arithmetic_intensity"),
+    "Decode (one step, whole batch)": ("decode_flops_per_step", "decode_bytes_per_step", "decode_compute_s",
+                                       "decode_memory_s", "decode_comm_s", "decode_overhead_s", "tpot_s",
+                                       "decode_tokens_per_s_per_seq", "decode_tokens_per_s"),
+    "Serving": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "request_latency_s"),
+    "Roofline": ("arithmetic_intensity", "ridge_point", "bound", "bandwidth_efficiency", "compute_efficiency"),
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    frame: pl.DataFrame  # one row, exported columns
+    notes: tuple[str, ...]  # name-resolution notes for the user
+    profile: str
+
+    @property
+    def row(self) -> dict:
+        return self.frame.row(0, named=True)
+
+    def text(self) -> str:
+        row = self.row
+        lines = []
+        for title, names in SECTIONS.items():
+            lines.append(title)
+            for n in names:
+                col = BY_NAME[n]
+                lines.append(f"  {col.label:<26} {format_value(col.unit, row[n])}")
+        if row["reason"]:
+            lines.append(f"Does not run: {row['reason']}")
+        if row["notes"]:
+            lines.append(f"Note: {row['notes']}")
+        lines.append(f"Profile: {self.profile}")
+        return "\n".join(lines)
+
+
+def estimate_one(
+    *, gpu: str, model: str, precision: str = "bf16", kv_precision: str = "auto", tp: int = 1, pp: int = 1,
+    batch: int | str = 1, input_tokens: int = 1024, output_tokens: int = 256, profile: str = "default",
+) -> Estimate:
+    catalog = load_catalog()
+    g, m, p = catalog.resolve_gpu(gpu), catalog.resolve_model(model), catalog.resolve_precision(precision)
+    kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
+    prof = catalog.profile(profile)
+    catalog.model(m.id)  # reads and validates a config.json before any frame work
+    axes = Axes(gpu=[g.id], model=[m.id], precision=[p.id], kv_precision=[kv], input_tokens=[input_tokens],
+                output_tokens=[output_tokens], batch=[batch], tp=[tp], pp=[pp])
+    frame = select_exported(add_estimates(expand(catalog, axes, prof))).collect()
+    notes = tuple(n for n in (g.note, m.note, p.note) if n)
+    return Estimate(frame=frame, notes=notes, profile=profile)
