@@ -32,8 +32,22 @@ METRICS: dict[tuple[str, str], tuple[str, float]] = {
 }
 ASSUMED_TOKENS = 256  # for lengths a source does not state
 PLACEHOLDER_GPU = "h100-sxm"  # weight-size rows name no GPU; weights do not depend on it
-REQUIRED = ("id", "source", "gpu", "tp", "pp", "model", "weight_precision", "kv_precision", "batch",
-            "input_len", "output_len", "metric", "value", "unit")
+REQUIRED = (
+    "id",
+    "source",
+    "gpu",
+    "tp",
+    "pp",
+    "model",
+    "weight_precision",
+    "kv_precision",
+    "batch",
+    "input_len",
+    "output_len",
+    "metric",
+    "value",
+    "unit",
+)
 
 
 @dataclass(frozen=True)
@@ -106,14 +120,25 @@ def read_measurements(path: str | Path, catalog: Catalog | None = None) -> tuple
                     notes.append(f"{key} not stated: {ASSUMED_TOKENS} assumed")
                 lengths.append(_int(row, key, ASSUMED_TOKENS))
             value = float(row["value"])
-            mapped.append(Measurement(
-                id=rid, source=row["source"], gpu=catalog.resolve_gpu(gpu).id,
-                model=catalog.resolve_model(row["model"].strip()).id,
-                precision=catalog.resolve_precision(precision).id, kv_precision=kv,
-                tp=_int(row, "tp", 1), pp=_int(row, "pp", 1), batch=batch,
-                input_tokens=lengths[0], output_tokens=lengths[1], metric=metric, column=column,
-                measured=value * scale, assumptions="; ".join(notes),
-            ))
+            mapped.append(
+                Measurement(
+                    id=rid,
+                    source=row["source"],
+                    gpu=catalog.resolve_gpu(gpu).id,
+                    model=catalog.resolve_model(row["model"].strip()).id,
+                    precision=catalog.resolve_precision(precision).id,
+                    kv_precision=kv,
+                    tp=_int(row, "tp", 1),
+                    pp=_int(row, "pp", 1),
+                    batch=batch,
+                    input_tokens=lengths[0],
+                    output_tokens=lengths[1],
+                    metric=metric,
+                    column=column,
+                    measured=value * scale,
+                    assumptions="; ".join(notes),
+                )
+            )
         except (ValueError, LlmsweepError) as e:
             skipped.append({"id": rid, "reason": str(e)})
     return mapped, skipped
@@ -126,15 +151,35 @@ def compare(measurements: list[Measurement], profile: str = "default", catalog: 
     prof = catalog.profile(profile)
     parts = []
     for m in measurements:
-        axes = Axes(gpu=[m.gpu], model=[m.model], precision=[m.precision], kv_precision=[m.kv_precision],
-                    input_tokens=[m.input_tokens], output_tokens=[m.output_tokens], batch=[m.batch],
-                    tp=[m.tp], pp=[m.pp])
+        axes = Axes(
+            gpu=[m.gpu],
+            model=[m.model],
+            precision=[m.precision],
+            kv_precision=[m.kv_precision],
+            input_tokens=[m.input_tokens],
+            output_tokens=[m.output_tokens],
+            batch=[m.batch],
+            tp=[m.tp],
+            pp=[m.pp],
+        )
         parts.append(
             add_estimates(expand(catalog, axes, prof)).select(
-                pl.lit(m.id).alias("id"), pl.lit(m.metric).alias("metric"),
-                pl.lit(m.measured).alias("measured"), pl.col(m.column).cast(pl.Float64).alias("estimated"),
-                "gpu", "model", "precision", "kv_precision", "tp", "pp", "batch", "input_tokens", "output_tokens",
-                "fits", pl.lit(m.assumptions).alias("assumptions"), pl.lit(m.source).alias("source"),
+                pl.lit(m.id).alias("id"),
+                pl.lit(m.metric).alias("metric"),
+                pl.lit(m.measured).alias("measured"),
+                pl.col(m.column).cast(pl.Float64).alias("estimated"),
+                "gpu",
+                "model",
+                "precision",
+                "kv_precision",
+                "tp",
+                "pp",
+                "batch",
+                "input_tokens",
+                "output_tokens",
+                "fits",
+                pl.lit(m.assumptions).alias("assumptions"),
+                pl.lit(m.source).alias("source"),
             )
         )
     out = pl.concat(pl.collect_all(parts)) if parts else pl.DataFrame()

@@ -78,10 +78,19 @@ def main() -> None:
 @click.option("--pp", default=1, show_default=True, type=click.IntRange(min=1), help="Pipeline-parallel GPUs.")
 @click.option("--batch", default="1", show_default=True, type=BatchType(), help="Concurrent sequences, or max.")
 @click.option("--input-tokens", default=1024, show_default=True, type=click.IntRange(min=0), help="Prompt length.")
-@click.option("--output-tokens", default=256, show_default=True, type=click.IntRange(min=0),
-              help="Tokens generated per request.")
-@click.option("--profile", default="default", show_default=True,
-              help="Efficiency profile: ideal (pure roofline), default, or a profile file.")
+@click.option(
+    "--output-tokens",
+    default=256,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Tokens generated per request.",
+)
+@click.option(
+    "--profile",
+    default="default",
+    show_default=True,
+    help="Efficiency profile: ideal (pure roofline), default, or a profile file.",
+)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @_errors_to_exit
 def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, output_tokens, profile, fmt):
@@ -98,8 +107,16 @@ def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, o
     if input_tokens + output_tokens == 0:
         raise LlmsweepError("--input-tokens and --output-tokens are both 0; give at least one token")
     result = estimate_one(
-        gpu=gpu, model=model, precision=precision, kv_precision=kv_precision, tp=tp, pp=pp,
-        batch=batch, input_tokens=input_tokens, output_tokens=output_tokens, profile=profile,
+        gpu=gpu,
+        model=model,
+        precision=precision,
+        kv_precision=kv_precision,
+        tp=tp,
+        pp=pp,
+        batch=batch,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        profile=profile,
     )
     for n in result.notes:
         _note(n)

@@ -29,7 +29,7 @@ class Column:
     exported: bool = True  # written to estimates.csv / .parquet / .xlsx
 
 
-F, I, S, B = pl.Float64, pl.Int64, pl.String, pl.Boolean
+F, I, S, B = pl.Float64, pl.Int64, pl.String, pl.Boolean  # noqa: E741 - short dtype names keep the table readable
 
 
 def _cols(kind: Kind, *rows: tuple) -> list[Column]:
@@ -42,7 +42,13 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("gpu", S, "", "GPU", "GPU catalog id (e.g. h100-sxm)."),
         ("model", S, "", "Model", "Model id: the Hugging Face id of its architecture."),
         ("precision", S, "", "Weights", "Weight format (e.g. bf16, fp8, int4, q4_k_m, 4.0bpw)."),
-        ("kv_precision", S, "", "KV cache", "KV-cache format; `auto` resolves to the 16-bit activation dtype."),
+        (
+            "kv_precision",
+            S,
+            "",
+            "KV cache",
+            "KV-cache format; `auto` resolves to the 16-bit activation dtype.",
+        ),
         ("tp", I, "GPUs", "TP", "Tensor-parallel size: GPUs that split every layer."),
         ("pp", I, "GPUs", "PP", "Pipeline-parallel size: GPUs that each hold a slice of the layers."),
         ("gpus", I, "GPUs", "GPUs", "GPUs in one model replica = tp x pp."),
@@ -58,14 +64,37 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("gpu_family", S, "", "GPU family", "Architecture family (selects efficiency-profile overrides)."),
         ("gpu_memory_bytes", F, "bytes", "GPU memory", "Memory of one GPU (vendor 'GB' labels are GiB)."),
         ("memory_bandwidth_bytes_per_s", F, "bytes/s", "Bandwidth", "Peak memory bandwidth of one GPU."),
-        ("compute_dtype", S, "", "Compute dtype", "Dtype the matmuls run in on this GPU (after any fallback)."),
-        ("peak_flops_per_s", F, "FLOP/s", "Peak FLOP/s", "Dense peak of one GPU for compute_dtype (no sparsity)."),
-        ("link_bandwidth_bytes_per_s", F, "bytes/s", "Link bandwidth",
-         "Per-direction bandwidth of the link used by tensor parallelism (NVLink/Infinity Fabric or PCIe)."),
+        (
+            "compute_dtype",
+            S,
+            "",
+            "Compute dtype",
+            "Dtype the matmuls run in on this GPU (after any fallback).",
+        ),
+        (
+            "peak_flops_per_s",
+            F,
+            "FLOP/s",
+            "Peak FLOP/s",
+            "Dense peak of one GPU for compute_dtype (no sparsity).",
+        ),
+        (
+            "link_bandwidth_bytes_per_s",
+            F,
+            "bytes/s",
+            "Link bandwidth",
+            "Per-direction bandwidth of the link used by tensor parallelism (NVLink/Infinity Fabric or PCIe).",
+        ),
         ("gpus_per_node", I, "GPUs", "GPUs per node", "GPUs in one server (limits tp x pp)."),
         ("gpu_tdp_w", F, "W", "TDP", "Maximum board power of one GPU."),
         ("params_total", F, "parameters", "Parameters", "P: all parameters of the model."),
-        ("params_active", F, "parameters", "Active parameters", "P_a: parameters used per token (MoE: k of E)."),
+        (
+            "params_active",
+            F,
+            "parameters",
+            "Active parameters",
+            "P_a: parameters used per token (MoE: k of E).",
+        ),
         ("layers", I, "layers", "Layers", "L.", False),
         ("hidden_size", I, "", "Hidden size", "d.", False),
         ("attention_heads", I, "heads", "Query heads", "h_q.", False),
@@ -76,11 +105,30 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("experts", I, "experts", "Experts", "E routed experts per MoE layer (0 = dense).", False),
         ("experts_per_token", I, "experts", "Experts per token", "k.", False),
         ("moe_layers", I, "layers", "MoE layers", "Layers with routed experts.", False),
-        ("expert_params", F, "parameters", "Expert size", "Parameters of one routed expert in one layer.", False),
-        ("kv_elements_per_token", F, "elements", "KV elements per token",
-         "K and V elements one token adds, over all layers.", False),
-        ("kv_window_elements_per_token", F, "elements", "Windowed KV elements",
-         "The part of kv_elements_per_token in sliding-window layers.", False),
+        (
+            "expert_params",
+            F,
+            "parameters",
+            "Expert size",
+            "Parameters of one routed expert in one layer.",
+            False,
+        ),
+        (
+            "kv_elements_per_token",
+            F,
+            "elements",
+            "KV elements per token",
+            "K and V elements one token adds, over all layers.",
+            False,
+        ),
+        (
+            "kv_window_elements_per_token",
+            F,
+            "elements",
+            "Windowed KV elements",
+            "The part of kv_elements_per_token in sliding-window layers.",
+            False,
+        ),
         ("sliding_window_tokens", I, "tokens", "Sliding window", "W (null = none).", False),
         ("mlp_active_width", I, "", "Active MLP width", "Intermediate width a token passes through.", False),
         ("bytes_per_weight", F, "bytes", "Bytes per weight", "b_w, quantisation scales included."),
@@ -89,10 +137,31 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("bandwidth_efficiency", F, "fraction", "eta_bw", "Share of peak bandwidth reached (profile)."),
         ("compute_efficiency", F, "fraction", "eta_c", "Share of peak FLOP/s reached (profile)."),
         ("step_overhead_s", F, "s", "Step overhead", "Fixed time per forward pass (profile).", False),
-        ("layer_overhead_s", F, "s", "Layer overhead", "Fixed time per layer per forward pass (profile).", False),
+        (
+            "layer_overhead_s",
+            F,
+            "s",
+            "Layer overhead",
+            "Fixed time per layer per forward pass (profile).",
+            False,
+        ),
         ("allreduce_latency_s", F, "s", "All-reduce latency", "alpha of one all-reduce (profile).", False),
-        ("memory_reserve_fraction", F, "fraction", "Memory reserve", "Share of memory left unused (profile).", False),
-        ("runtime_overhead_bytes", F, "bytes", "Runtime memory", "Context, workspaces, engine (profile).", False),
+        (
+            "memory_reserve_fraction",
+            F,
+            "fraction",
+            "Memory reserve",
+            "Share of memory left unused (profile).",
+            False,
+        ),
+        (
+            "runtime_overhead_bytes",
+            F,
+            "bytes",
+            "Runtime memory",
+            "Context, workspaces, engine (profile).",
+            False,
+        ),
         ("tp_buffer_bytes", F, "bytes", "TP buffers", "Communication buffers when tp > 1 (profile).", False),
         ("prefill_chunk_tokens", I, "tokens", "Prefill chunk", "Tokens prefilled together (profile).", False),
     )
@@ -100,28 +169,95 @@ COLUMNS: tuple[Column, ...] = tuple(
         "estimate",
         ("model_weight_bytes", F, "bytes", "Model weights", "P x b_w: all weights of one replica."),
         ("weight_bytes", F, "bytes", "Weights per GPU", "P x b_w / (tp x pp)."),
-        ("kv_bytes_per_token", F, "bytes", "KV per token",
-         "KV-cache bytes one token adds, all layers, before any tp split and window."),
-        ("kv_cache_bytes", F, "bytes", "KV cache per GPU",
-         "KV cache of `batch` sequences at context_tokens, on one GPU (windows capped; split over pp and "
-         "min(tp, h_kv))."),
-        ("activation_bytes", F, "bytes", "Activations per GPU",
-         "Peak prefill workspace on one GPU plus fp32 logits of the batch."),
-        ("overhead_bytes", F, "bytes", "Overhead per GPU", "Runtime context and, for tp > 1, communication buffers."),
-        ("memory_per_gpu_bytes", F, "bytes", "Memory per GPU", "weights + KV cache + activations + overhead."),
-        ("usable_memory_bytes", F, "bytes", "Usable memory", "gpu_memory_bytes x (1 - memory_reserve_fraction)."),
-        ("fits", B, "", "Fits", "memory_per_gpu_bytes <= usable_memory_bytes, and the configuration can run."),
-        ("max_batch", I, "sequences", "Max batch", "Largest batch that fits at this context (0 = not even one)."),
+        (
+            "kv_bytes_per_token",
+            F,
+            "bytes",
+            "KV per token",
+            "KV-cache bytes one token adds, all layers, before any tp split and window.",
+        ),
+        (
+            "kv_cache_bytes",
+            F,
+            "bytes",
+            "KV cache per GPU",
+            "KV cache of `batch` sequences at context_tokens, on one GPU (windows capped; split over pp and "
+            "min(tp, h_kv)).",
+        ),
+        (
+            "activation_bytes",
+            F,
+            "bytes",
+            "Activations per GPU",
+            "Peak prefill workspace on one GPU plus fp32 logits of the batch.",
+        ),
+        (
+            "overhead_bytes",
+            F,
+            "bytes",
+            "Overhead per GPU",
+            "Runtime context and, for tp > 1, communication buffers.",
+        ),
+        (
+            "memory_per_gpu_bytes",
+            F,
+            "bytes",
+            "Memory per GPU",
+            "weights + KV cache + activations + overhead.",
+        ),
+        (
+            "usable_memory_bytes",
+            F,
+            "bytes",
+            "Usable memory",
+            "gpu_memory_bytes x (1 - memory_reserve_fraction).",
+        ),
+        (
+            "fits",
+            B,
+            "",
+            "Fits",
+            "memory_per_gpu_bytes <= usable_memory_bytes, and the configuration can run.",
+        ),
+        (
+            "max_batch",
+            I,
+            "sequences",
+            "Max batch",
+            "Largest batch that fits at this context (0 = not even one).",
+        ),
         ("prefill_flops", F, "FLOP", "Prefill FLOPs", "One prompt: 2 P_a S_in + attention."),
         ("prefill_s", F, "s", "Prefill time", "Time to prefill one prompt."),
         ("ttft_s", F, "s", "TTFT", "Time to first token = prefill time (no queueing)."),
         ("prefill_tokens_per_s", F, "tokens/s", "Prefill tokens/s", "input_tokens / prefill_s."),
-        ("prefill_arithmetic_intensity", F, "FLOP/byte", "Prefill intensity", "Prefill FLOPs per byte moved."),
-        ("experts_touched", F, "experts", "Experts touched",
-         "Routed experts a decode step reads per MoE layer: E (1 - (1 - k/E)^batch)."),
-        ("decode_flops_per_step", F, "FLOP", "Decode FLOPs/step", "One decode step of the whole batch, all GPUs."),
-        ("decode_bytes_per_step", F, "bytes", "Decode bytes/step",
-         "Memory traffic of one decode step, all GPUs: weights read + KV read."),
+        (
+            "prefill_arithmetic_intensity",
+            F,
+            "FLOP/byte",
+            "Prefill intensity",
+            "Prefill FLOPs per byte moved.",
+        ),
+        (
+            "experts_touched",
+            F,
+            "experts",
+            "Experts touched",
+            "Routed experts a decode step reads per MoE layer: E (1 - (1 - k/E)^batch).",
+        ),
+        (
+            "decode_flops_per_step",
+            F,
+            "FLOP",
+            "Decode FLOPs/step",
+            "One decode step of the whole batch, all GPUs.",
+        ),
+        (
+            "decode_bytes_per_step",
+            F,
+            "bytes",
+            "Decode bytes/step",
+            "Memory traffic of one decode step, all GPUs: weights read + KV read.",
+        ),
         ("decode_compute_s", F, "s", "Compute time", "Decode step, compute term."),
         ("decode_memory_s", F, "s", "Memory time", "Decode step, memory term."),
         ("decode_comm_s", F, "s", "Communication time", "Decode step, tensor-parallel all-reduces."),
@@ -129,9 +265,20 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("tpot_s", F, "s", "TPOT", "Time per output token = one decode step at the mean context."),
         ("decode_tokens_per_s_per_seq", F, "tokens/s", "Tokens/s per sequence", "1 / TPOT."),
         ("decode_tokens_per_s", F, "tokens/s", "Decode tokens/s", "Aggregate decode: batch / TPOT."),
-        ("output_tokens_per_s", F, "tokens/s", "Serving tokens/s",
-         "Continuous batching: B S_out / (S_out TPOT + B prefill_s)."),
-        ("output_tokens_per_s_per_gpu", F, "tokens/s", "Serving tokens/s per GPU", "output_tokens_per_s / gpus."),
+        (
+            "output_tokens_per_s",
+            F,
+            "tokens/s",
+            "Serving tokens/s",
+            "Continuous batching: B S_out / (S_out TPOT + B prefill_s).",
+        ),
+        (
+            "output_tokens_per_s_per_gpu",
+            F,
+            "tokens/s",
+            "Serving tokens/s per GPU",
+            "output_tokens_per_s / gpus.",
+        ),
         ("request_latency_s", F, "s", "Request latency", "TTFT + S_out x TPOT."),
         ("arithmetic_intensity", F, "FLOP/byte", "Decode intensity", "decode FLOPs / decode bytes per step."),
         ("ridge_point", F, "FLOP/byte", "Ridge point", "peak_flops_per_s / memory_bandwidth_bytes_per_s."),
@@ -156,3 +303,16 @@ class _ColumnRefs:
 
 
 c = _ColumnRefs()
+
+
+def markdown_dictionary() -> str:
+    """The README's column dictionary (exported columns, in CSV order)."""
+    lines = ["| column | unit | meaning |", "| --- | --- | --- |"]
+    for col in COLUMNS:
+        if col.exported:
+            lines.append(f"| `{col.name}` | {col.unit or '-'} | {col.description} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m llmsweep.columns > the README block
+    print(markdown_dictionary())

@@ -35,8 +35,17 @@ class Axes:
     @property
     def size(self) -> int:
         n = 1
-        for v in (self.gpu, self.model, self.precision, self.kv_precision, self.input_tokens,
-                  self.output_tokens, self.batch, self.tp, self.pp):
+        for v in (
+            self.gpu,
+            self.model,
+            self.precision,
+            self.kv_precision,
+            self.input_tokens,
+            self.output_tokens,
+            self.batch,
+            self.tp,
+            self.pp,
+        ):
             n *= len(v)
         return n
 
@@ -51,16 +60,18 @@ def gpu_table(catalog: Catalog, gpus: Sequence[str], profile: Profile) -> pl.Laz
     for gid in dict.fromkeys(gpus):
         g = catalog.gpu(gid)
         eff = profile.for_family(g.family)
-        rows.append({
-            "gpu": gid,
-            "gpu_name": g.name or gid,
-            "gpu_family": g.family,
-            "gpu_memory_bytes": g.memory_bytes,
-            "memory_bandwidth_bytes_per_s": g.memory_bandwidth_gbps * 1e9,
-            "gpus_per_node": g.gpus_per_node,
-            "gpu_tdp_w": g.tdp_w,
-            **eff.model_dump(),
-        })
+        rows.append(
+            {
+                "gpu": gid,
+                "gpu_name": g.name or gid,
+                "gpu_family": g.family,
+                "gpu_memory_bytes": g.memory_bytes,
+                "memory_bandwidth_bytes_per_s": g.memory_bandwidth_gbps * 1e9,
+                "gpus_per_node": g.gpus_per_node,
+                "gpu_tdp_w": g.tdp_w,
+                **eff.model_dump(),
+            }
+        )
     return _frame(rows)
 
 
@@ -68,26 +79,28 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
     rows = []
     for mid in dict.fromkeys(models):
         a = catalog.model(mid).architecture
-        rows.append({
-            "model": mid,
-            "params_total": float(a.params_total),
-            "params_active": float(a.params_active),
-            "layers": a.layers,
-            "hidden_size": a.hidden_size,
-            "attention_heads": a.attention_heads,
-            "kv_heads": a.kv_heads,
-            "attention_head_dim": a.attention_head_dim,
-            "vocab_size": a.vocab_size,
-            "max_context_tokens": a.max_context_tokens,
-            "experts": a.experts,
-            "experts_per_token": a.experts_per_token,
-            "moe_layers": a.moe_layers,
-            "expert_params": float(a.expert_params),
-            "kv_elements_per_token": float(a.kv_elements_per_token),
-            "kv_window_elements_per_token": float(a.kv_elements_per_token_window),
-            "sliding_window_tokens": a.sliding_window,
-            "mlp_active_width": a.mlp_active_width,
-        })
+        rows.append(
+            {
+                "model": mid,
+                "params_total": float(a.params_total),
+                "params_active": float(a.params_active),
+                "layers": a.layers,
+                "hidden_size": a.hidden_size,
+                "attention_heads": a.attention_heads,
+                "kv_heads": a.kv_heads,
+                "attention_head_dim": a.attention_head_dim,
+                "vocab_size": a.vocab_size,
+                "max_context_tokens": a.max_context_tokens,
+                "experts": a.experts,
+                "experts_per_token": a.experts_per_token,
+                "moe_layers": a.moe_layers,
+                "expert_params": float(a.expert_params),
+                "kv_elements_per_token": float(a.kv_elements_per_token),
+                "kv_window_elements_per_token": float(a.kv_elements_per_token_window),
+                "sliding_window_tokens": a.sliding_window,
+                "mlp_active_width": a.mlp_active_width,
+            }
+        )
     return _frame(rows)
 
 
@@ -103,11 +116,17 @@ def precision_tables(
         note = None
         if flops and used != p.compute_dtype:
             note = f"{gid} has no published {p.compute_dtype} rate; matmuls use its {used} rate"
-        rates.append({
-            "gpu": gid, "precision": pid, "bytes_per_weight": p.bytes_per_weight,
-            "activation_bytes_per_element": p.activation_bytes, "compute_dtype": used,
-            "peak_flops_per_s": flops, "notes": note,
-        })
+        rates.append(
+            {
+                "gpu": gid,
+                "precision": pid,
+                "bytes_per_weight": p.bytes_per_weight,
+                "activation_bytes_per_element": p.activation_bytes,
+                "compute_dtype": used,
+                "peak_flops_per_s": flops,
+                "notes": note,
+            }
+        )
     kv = []
     for pid, kid in product(dict.fromkeys(precisions), dict.fromkeys(kv_precisions)):
         p = catalog.precision(pid)
@@ -132,26 +151,33 @@ def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
     """The grid frame: the cross product of the axes, joined with every fact column."""
     rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
     batch_is_max = [b == MAX for b in axes.batch]
-    batches = pl.LazyFrame({
-        "batch": pl.Series([1 if m else int(b) for b, m in zip(axes.batch, batch_is_max, strict=True)],
-                           dtype=pl.Int64),
-        "batch_is_max": batch_is_max,
-    }).unique(maintain_order=True)
+    batches = pl.LazyFrame(
+        {
+            "batch": pl.Series(
+                [1 if m else int(b) for b, m in zip(axes.batch, batch_is_max, strict=True)], dtype=pl.Int64
+            ),
+            "batch_is_max": batch_is_max,
+        }
+    ).unique(maintain_order=True)
     grid = (
         gpu_table(catalog, axes.gpu, profile)
-        .join(model_table(catalog, axes.model), how="cross")
-        .join(_axis("precision", dict.fromkeys(axes.precision)), how="cross")
-        .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), how="cross")
-        .join(_axis("tp", dict.fromkeys(axes.tp)), how="cross")
-        .join(_axis("pp", dict.fromkeys(axes.pp)), how="cross")
-        .join(batches, how="cross")
-        .join(_axis("input_tokens", dict.fromkeys(axes.input_tokens)), how="cross")
-        .join(_axis("output_tokens", dict.fromkeys(axes.output_tokens)), how="cross")
+        .join(model_table(catalog, axes.model), how="cross", maintain_order="left_right")
+        .join(_axis("precision", dict.fromkeys(axes.precision)), how="cross", maintain_order="left_right")
+        .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), how="cross", maintain_order="left_right")
+        .join(_axis("tp", dict.fromkeys(axes.tp)), how="cross", maintain_order="left_right")
+        .join(_axis("pp", dict.fromkeys(axes.pp)), how="cross", maintain_order="left_right")
+        .join(batches, how="cross", maintain_order="left_right")
+        .join(_axis("input_tokens", dict.fromkeys(axes.input_tokens)), how="cross", maintain_order="left_right")
+        .join(
+            _axis("output_tokens", dict.fromkeys(axes.output_tokens)),
+            how="cross",
+            maintain_order="left_right",
+        )
     )
     return (
-        grid.join(rates, on=["gpu", "precision"], how="left")
-        .join(kv, on=["precision", "kv_precision"], how="left")
-        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], how="left")
+        grid.join(rates, on=["gpu", "precision"], how="left", maintain_order="left")
+        .join(kv, on=["precision", "kv_precision"], how="left", maintain_order="left")
+        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], how="left", maintain_order="left")
         .with_columns(
             gpus=pl.col("tp") * pl.col("pp"),
             context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),

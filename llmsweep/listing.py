@@ -14,12 +14,22 @@ def _gpu_rows(cat) -> list[dict]:
     rows = []
     for gid, g in cat.gpus.items():
         r = g.dense_tflops
-        rows.append({
-            "id": gid, "name": g.name, "memory_gb": g.memory_gb, "bandwidth_gbps": g.memory_bandwidth_gbps,
-            "fp16_tflops": r.fp16, "bf16_tflops": r.bf16, "fp8_tflops": r.fp8, "fp4_tflops": r.fp4,
-            "tdp_w": g.tdp_w, "link_gbps": g.scale_up_gbps_per_direction or g.pcie_gbps_per_direction,
-            "gpus_per_node": g.gpus_per_node, "n_sources": len(g.sources),
-        })
+        rows.append(
+            {
+                "id": gid,
+                "name": g.name,
+                "memory_gb": g.memory_gb,
+                "bandwidth_gbps": g.memory_bandwidth_gbps,
+                "fp16_tflops": r.fp16,
+                "bf16_tflops": r.bf16,
+                "fp8_tflops": r.fp8,
+                "fp4_tflops": r.fp4,
+                "tdp_w": g.tdp_w,
+                "link_gbps": g.scale_up_gbps_per_direction or g.pcie_gbps_per_direction,
+                "gpus_per_node": g.gpus_per_node,
+                "n_sources": len(g.sources),
+            }
+        )
     return rows
 
 
@@ -27,19 +37,31 @@ def _model_rows(cat) -> list[dict]:
     rows = []
     for mid, m in cat.models.items():
         a = m.architecture
-        rows.append({
-            "id": mid, "params_b": round(a.params_total / 1e9, 2), "active_b": round(a.params_active / 1e9, 2),
-            "layers": a.layers, "kv_heads": a.kv_heads if not a.is_mla else "MLA",
-            "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2, "max_context": a.max_context_tokens,
-            "license": m.license,
-        })
+        rows.append(
+            {
+                "id": mid,
+                "params_b": round(a.params_total / 1e9, 2),
+                "active_b": round(a.params_active / 1e9, 2),
+                "layers": a.layers,
+                "kv_heads": a.kv_heads if not a.is_mla else "MLA",
+                "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2,
+                "max_context": a.max_context_tokens,
+                "license": m.license,
+            }
+        )
     return rows
 
 
 def _precision_rows(cat) -> list[dict]:
     return [
-        {"id": pid, "name": p.name, "bits_per_weight": p.bits_per_weight, "bytes_per_weight": p.bytes_per_weight,
-         "compute_dtype": p.compute_dtype, "source": p.sources[0] if p.sources else ""}
+        {
+            "id": pid,
+            "name": p.name,
+            "bits_per_weight": p.bits_per_weight,
+            "bytes_per_weight": p.bytes_per_weight,
+            "compute_dtype": p.compute_dtype,
+            "source": p.sources[0] if p.sources else "",
+        }
         for pid, p in cat.precisions.items()
     ]
 
@@ -54,9 +76,15 @@ def render(kind: str, name: str | None, fmt: str) -> str:
             rid = cat.resolve_model(name).id
             m = cat.model(rid)
             a = m.architecture
-            entry = {"id": rid, **m.model_dump(exclude_none=True),
-                     "computed": {"params_total": a.params_total, "params_active": a.params_active,
-                                  "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2}}
+            entry = {
+                "id": rid,
+                **m.model_dump(exclude_none=True),
+                "computed": {
+                    "params_total": a.params_total,
+                    "params_active": a.params_active,
+                    "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2,
+                },
+            }
         else:
             rid = cat.resolve_precision(name).id
             entry = {"id": rid, **cat.precision(rid).model_dump(exclude_none=True)}

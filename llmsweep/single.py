@@ -14,16 +14,55 @@ from llmsweep.present import format_value
 
 # What `llmsweep estimate` shows as a table, section by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "Configuration": ("gpu", "model", "precision", "kv_precision", "tp", "pp", "batch", "input_tokens",
-                      "output_tokens", "compute_dtype", "params_total", "params_active"),
-    "Memory per GPU": ("weight_bytes", "kv_cache_bytes", "activation_bytes", "overhead_bytes",
-                       "memory_per_gpu_bytes", "usable_memory_bytes", "fits", "max_batch"),
-    "Prefill (one prompt)": ("prefill_flops", "ttft_s", "prefill_tokens_per_s", "prefill_arithmetic_intensity"),
-    "Decode (one step, whole batch)": ("decode_flops_per_step", "decode_bytes_per_step", "decode_compute_s",
-                                       "decode_memory_s", "decode_comm_s", "decode_overhead_s", "tpot_s",
-                                       "decode_tokens_per_s_per_seq", "decode_tokens_per_s"),
+    "Configuration": (
+        "gpu",
+        "model",
+        "precision",
+        "kv_precision",
+        "tp",
+        "pp",
+        "batch",
+        "input_tokens",
+        "output_tokens",
+        "compute_dtype",
+        "params_total",
+        "params_active",
+    ),
+    "Memory per GPU": (
+        "weight_bytes",
+        "kv_cache_bytes",
+        "activation_bytes",
+        "overhead_bytes",
+        "memory_per_gpu_bytes",
+        "usable_memory_bytes",
+        "fits",
+        "max_batch",
+    ),
+    "Prefill (one prompt)": (
+        "prefill_flops",
+        "ttft_s",
+        "prefill_tokens_per_s",
+        "prefill_arithmetic_intensity",
+    ),
+    "Decode (one step, whole batch)": (
+        "decode_flops_per_step",
+        "decode_bytes_per_step",
+        "decode_compute_s",
+        "decode_memory_s",
+        "decode_comm_s",
+        "decode_overhead_s",
+        "tpot_s",
+        "decode_tokens_per_s_per_seq",
+        "decode_tokens_per_s",
+    ),
     "Serving": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "request_latency_s"),
-    "Roofline": ("arithmetic_intensity", "ridge_point", "bound", "bandwidth_efficiency", "compute_efficiency"),
+    "Roofline": (
+        "arithmetic_intensity",
+        "ridge_point",
+        "bound",
+        "bandwidth_efficiency",
+        "compute_efficiency",
+    ),
 }
 
 
@@ -54,16 +93,34 @@ class Estimate:
 
 
 def estimate_one(
-    *, gpu: str, model: str, precision: str = "bf16", kv_precision: str = "auto", tp: int = 1, pp: int = 1,
-    batch: int | str = 1, input_tokens: int = 1024, output_tokens: int = 256, profile: str = "default",
+    *,
+    gpu: str,
+    model: str,
+    precision: str = "bf16",
+    kv_precision: str = "auto",
+    tp: int = 1,
+    pp: int = 1,
+    batch: int | str = 1,
+    input_tokens: int = 1024,
+    output_tokens: int = 256,
+    profile: str = "default",
 ) -> Estimate:
     catalog = load_catalog()
     g, m, p = catalog.resolve_gpu(gpu), catalog.resolve_model(model), catalog.resolve_precision(precision)
     kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
     prof = catalog.profile(profile)
     catalog.model(m.id)  # reads and validates a config.json before any frame work
-    axes = Axes(gpu=[g.id], model=[m.id], precision=[p.id], kv_precision=[kv], input_tokens=[input_tokens],
-                output_tokens=[output_tokens], batch=[batch], tp=[tp], pp=[pp])
+    axes = Axes(
+        gpu=[g.id],
+        model=[m.id],
+        precision=[p.id],
+        kv_precision=[kv],
+        input_tokens=[input_tokens],
+        output_tokens=[output_tokens],
+        batch=[batch],
+        tp=[tp],
+        pp=[pp],
+    )
     frame = select_exported(add_estimates(expand(catalog, axes, prof))).collect()
     notes = tuple(n for n in (g.note, m.note, p.note) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

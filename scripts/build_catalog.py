@@ -170,14 +170,20 @@ EXTRA_MODELS = [
             "max_position_embeddings": 2048,
             "tie_word_embeddings": False,
         },
-        "sources": ["https://huggingface.co/huggyllama/llama-30b/blob/main/config.json",
-                    "LLaMA paper arXiv 2302.13971 Table 2 (32.5B, 60 layers, 52 heads, d 6656)"],
+        "sources": [
+            "https://huggingface.co/huggyllama/llama-30b/blob/main/config.json",
+            "LLaMA paper arXiv 2302.13971 Table 2 (32.5B, 60 layers, 52 heads, d 6656)",
+        ],
     },
     {
         "id": "codellama/CodeLlama-7b-hf",
         "name": "CodeLlama-7B",
-        "aliases": ["codellama-7b", "CodeLlama 7B", "codellama/CodeLlama-7b-Instruct-hf",
-                    "codellama/CodeLlama-7b-Python-hf"],
+        "aliases": [
+            "codellama-7b",
+            "CodeLlama 7B",
+            "codellama/CodeLlama-7b-Instruct-hf",
+            "codellama/CodeLlama-7b-Python-hf",
+        ],
         "license": "Llama 2 Community License",
         "config": {
             "model_type": "llama",
@@ -195,8 +201,13 @@ EXTRA_MODELS = [
     {
         "id": "codellama/CodeLlama-34b-hf",
         "name": "CodeLlama-34B",
-        "aliases": ["codellama-34b", "CodeLlama 34B", "codellama/CodeLlama-34b-Instruct-hf",
-                    "codellama/CodeLlama-34b-Python-hf", "Phind/Phind-CodeLlama-34B-v2"],
+        "aliases": [
+            "codellama-34b",
+            "CodeLlama 34B",
+            "codellama/CodeLlama-34b-Instruct-hf",
+            "codellama/CodeLlama-34b-Python-hf",
+            "Phind/Phind-CodeLlama-34B-v2",
+        ],
         "license": "Llama 2 Community License",
         "config": {
             "model_type": "llama",
@@ -229,8 +240,10 @@ EXTRA_MODELS = [
             "mlp": "gelu",
             "attention_bias": False,
         },
-        "sources": ["https://huggingface.co/EleutherAI/gpt-j-6b/blob/main/config.json "
-                    "(n_embd 4096, n_layer 28, n_head 16, n_positions 2048, vocab 50400, n_inner null = 4 x n_embd)"],
+        "sources": [
+            "https://huggingface.co/EleutherAI/gpt-j-6b/blob/main/config.json "
+            "(n_embd 4096, n_layer 28, n_head 16, n_positions 2048, vocab 50400, n_inner null = 4 x n_embd)"
+        ],
     },
     {
         "id": "mistralai/Mistral-7B-v0.3",
@@ -254,7 +267,12 @@ EXTRA_MODELS = [
     {
         "id": "meta-llama/Meta-Llama-3-8B",
         "name": "Llama-3-8B",
-        "aliases": ["llama-3-8b", "Llama 3 8B", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Llama-3-8B"],
+        "aliases": [
+            "llama-3-8b",
+            "Llama 3 8B",
+            "meta-llama/Meta-Llama-3-8B-Instruct",
+            "meta-llama/Llama-3-8B",
+        ],
         "license": "Meta Llama 3 Community License",
         "config": {
             "model_type": "llama",
@@ -267,13 +285,20 @@ EXTRA_MODELS = [
             "max_position_embeddings": 8192,
             "tie_word_embeddings": False,
         },
-        "sources": ["https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json "
-                    "(same layer shapes as Llama-3.1-8B in models.yaml; 8k context)"],
+        "sources": [
+            "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json "
+            "(same layer shapes as Llama-3.1-8B in models.yaml; 8k context)"
+        ],
     },
     {
         "id": "meta-llama/Meta-Llama-3-70B",
         "name": "Llama-3-70B",
-        "aliases": ["llama-3-70b", "Llama 3 70B", "meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Llama-3-70B"],
+        "aliases": [
+            "llama-3-70b",
+            "Llama 3 70B",
+            "meta-llama/Meta-Llama-3-70B-Instruct",
+            "meta-llama/Llama-3-70B",
+        ],
         "license": "Meta Llama 3 Community License",
         "config": {
             "model_type": "llama",
@@ -286,8 +311,10 @@ EXTRA_MODELS = [
             "max_position_embeddings": 8192,
             "tie_word_embeddings": False,
         },
-        "sources": ["https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json "
-                    "(same layer shapes as Llama-3.1-70B in models.yaml; 8k context)"],
+        "sources": [
+            "https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json "
+            "(same layer shapes as Llama-3.1-70B in models.yaml; 8k context)"
+        ],
     },
     {
         "id": "meta-llama/Llama-3.3-70B-Instruct",
@@ -305,56 +332,162 @@ EXTRA_MODELS = [
             "max_position_embeddings": 131072,
             "tie_word_embeddings": False,
         },
-        "sources": ["https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json "
-                    "(same architecture as Llama-3.1-70B)"],
+        "sources": [
+            "https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/blob/main/config.json "
+            "(same architecture as Llama-3.1-70B)"
+        ],
     },
 ]
 
 # reference model id -> (HF id used as llmsweep id, aliases, license)
 MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
-    "llama-2-7b": ("meta-llama/Llama-2-7b-hf", ["llama-2-7b", "Llama 2 7B", "meta-llama/Llama-2-7b-chat-hf",
-                   "meta-llama/Llama-2-7b", "TheBloke/Llama-2-7B-GPTQ", "TheBloke/Llama-2-7B-GGUF",
-                   "TheBloke/Llama-2-7B-AWQ"], "Llama 2 Community License"),
-    "llama-2-13b": ("meta-llama/Llama-2-13b-hf", ["llama-2-13b", "Llama 2 13B", "meta-llama/Llama-2-13b-chat-hf",
-                    "TheBloke/Llama-2-13B-GPTQ", "TheBloke/Llama-2-13B-GGUF"], "Llama 2 Community License"),
-    "llama-2-70b": ("meta-llama/Llama-2-70b-hf", ["llama-2-70b", "Llama 2 70B", "meta-llama/Llama-2-70b-chat-hf",
-                    "TheBloke/Llama-2-70B-GPTQ", "TheBloke/Llama-2-70B-GGUF"], "Llama 2 Community License"),
-    "llama-3.1-8b": ("meta-llama/Llama-3.1-8B", ["llama-3.1-8b", "Llama 3.1 8B", "meta-llama/Meta-Llama-3.1-8B",
-                     "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct",
-                     "neuralmagic/Meta-Llama-3.1-8B-FP8", "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8",
-                     "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"], "Llama 3.1 Community License"),
-    "llama-3.1-70b": ("meta-llama/Llama-3.1-70B", ["llama-3.1-70b", "Llama 3.1 70B", "meta-llama/Meta-Llama-3.1-70B",
-                      "meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Meta-Llama-3.1-70B-Instruct",
-                      "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
-                      "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"], "Llama 3.1 Community License"),
-    "llama-3.1-405b": ("meta-llama/Llama-3.1-405B", ["llama-3.1-405b", "Llama 3.1 405B",
-                       "meta-llama/Meta-Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct",
-                       "meta-llama/Meta-Llama-3.1-405B-Instruct", "meta-llama/Llama-3.1-405B-Instruct-FP8",
-                       "NousResearch/Hermes-3-Llama-3.1-405B", "NousResearch/Hermes-3-Llama-3.1-405B-FP8"],
-                       "Llama 3.1 Community License"),
-    "mistral-7b-v0.1": ("mistralai/Mistral-7B-v0.1", ["mistral-7b-v0.1", "Mistral 7B v0.1",
-                        "mistralai/Mistral-7B-Instruct-v0.1"], "Apache-2.0"),
-    "mixtral-8x7b-v0.1": ("mistralai/Mixtral-8x7B-v0.1", ["mixtral-8x7b", "Mixtral 8x7B",
-                          "mistralai/Mixtral-8x7B-Instruct-v0.1"], "Apache-2.0"),
-    "mixtral-8x22b-v0.1": ("mistralai/Mixtral-8x22B-v0.1", ["mixtral-8x22b", "Mixtral 8x22B",
-                           "mistralai/Mixtral-8x22B-Instruct-v0.1"], "Apache-2.0"),
-    "qwen2.5-7b": ("Qwen/Qwen2.5-7B", ["qwen2.5-7b", "Qwen2.5 7B", "Qwen/Qwen2.5-7B-Instruct",
-                   "Qwen/Qwen2.5-7B-Instruct-AWQ"], "Apache-2.0"),
-    "qwen2.5-32b": ("Qwen/Qwen2.5-32B", ["qwen2.5-32b", "Qwen2.5 32B", "Qwen/Qwen2.5-32B-Instruct",
-                    "Qwen/Qwen2.5-32B-Instruct-AWQ"], "Apache-2.0"),
-    "qwen2.5-72b": ("Qwen/Qwen2.5-72B", ["qwen2.5-72b", "Qwen2.5 72B", "Qwen/Qwen2.5-72B-Instruct",
-                    "Qwen/Qwen2.5-72B-Instruct-AWQ"], "Qwen License (tongyi-qianwen)"),
-    "qwen3-30b-a3b": ("Qwen/Qwen3-30B-A3B", ["qwen3-30b-a3b", "Qwen3 30B A3B", "Qwen/Qwen3-30B-A3B-Instruct-2507",
-                      "Qwen/Qwen3-30B-A3B-FP8"], "Apache-2.0"),
-    "qwen3-235b-a22b": ("Qwen/Qwen3-235B-A22B", ["qwen3-235b-a22b", "Qwen3 235B A22B",
-                        "Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B-FP8"], "Apache-2.0"),
-    "deepseek-v3": ("deepseek-ai/DeepSeek-V3", ["deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3-0324",
-                    "deepseek-ai/DeepSeek-R1", "deepseek-r1"], "DeepSeek Model License (code MIT)"),
-    "gemma-2-9b": ("google/gemma-2-9b", ["gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b-it"], "Gemma Terms of Use"),
-    "gemma-2-27b": ("google/gemma-2-27b", ["gemma-2-27b", "Gemma 2 27B", "google/gemma-2-27b-it"],
-                    "Gemma Terms of Use"),
-    "phi-3-mini-4k-instruct": ("microsoft/Phi-3-mini-4k-instruct", ["phi-3-mini", "Phi-3 mini",
-                               "phi-3-mini-4k-instruct"], "MIT"),
+    "llama-2-7b": (
+        "meta-llama/Llama-2-7b-hf",
+        [
+            "llama-2-7b",
+            "Llama 2 7B",
+            "meta-llama/Llama-2-7b-chat-hf",
+            "meta-llama/Llama-2-7b",
+            "TheBloke/Llama-2-7B-GPTQ",
+            "TheBloke/Llama-2-7B-GGUF",
+            "TheBloke/Llama-2-7B-AWQ",
+        ],
+        "Llama 2 Community License",
+    ),
+    "llama-2-13b": (
+        "meta-llama/Llama-2-13b-hf",
+        [
+            "llama-2-13b",
+            "Llama 2 13B",
+            "meta-llama/Llama-2-13b-chat-hf",
+            "TheBloke/Llama-2-13B-GPTQ",
+            "TheBloke/Llama-2-13B-GGUF",
+        ],
+        "Llama 2 Community License",
+    ),
+    "llama-2-70b": (
+        "meta-llama/Llama-2-70b-hf",
+        [
+            "llama-2-70b",
+            "Llama 2 70B",
+            "meta-llama/Llama-2-70b-chat-hf",
+            "TheBloke/Llama-2-70B-GPTQ",
+            "TheBloke/Llama-2-70B-GGUF",
+        ],
+        "Llama 2 Community License",
+    ),
+    "llama-3.1-8b": (
+        "meta-llama/Llama-3.1-8B",
+        [
+            "llama-3.1-8b",
+            "Llama 3.1 8B",
+            "meta-llama/Meta-Llama-3.1-8B",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "meta-llama/Meta-Llama-3.1-8B-Instruct",
+            "neuralmagic/Meta-Llama-3.1-8B-FP8",
+            "neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8",
+            "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4",
+        ],
+        "Llama 3.1 Community License",
+    ),
+    "llama-3.1-70b": (
+        "meta-llama/Llama-3.1-70B",
+        [
+            "llama-3.1-70b",
+            "Llama 3.1 70B",
+            "meta-llama/Meta-Llama-3.1-70B",
+            "meta-llama/Llama-3.1-70B-Instruct",
+            "meta-llama/Meta-Llama-3.1-70B-Instruct",
+            "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8",
+            "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        ],
+        "Llama 3.1 Community License",
+    ),
+    "llama-3.1-405b": (
+        "meta-llama/Llama-3.1-405B",
+        [
+            "llama-3.1-405b",
+            "Llama 3.1 405B",
+            "meta-llama/Meta-Llama-3.1-405B",
+            "meta-llama/Llama-3.1-405B-Instruct",
+            "meta-llama/Meta-Llama-3.1-405B-Instruct",
+            "meta-llama/Llama-3.1-405B-Instruct-FP8",
+            "NousResearch/Hermes-3-Llama-3.1-405B",
+            "NousResearch/Hermes-3-Llama-3.1-405B-FP8",
+        ],
+        "Llama 3.1 Community License",
+    ),
+    "mistral-7b-v0.1": (
+        "mistralai/Mistral-7B-v0.1",
+        ["mistral-7b-v0.1", "Mistral 7B v0.1", "mistralai/Mistral-7B-Instruct-v0.1"],
+        "Apache-2.0",
+    ),
+    "mixtral-8x7b-v0.1": (
+        "mistralai/Mixtral-8x7B-v0.1",
+        ["mixtral-8x7b", "Mixtral 8x7B", "mistralai/Mixtral-8x7B-Instruct-v0.1"],
+        "Apache-2.0",
+    ),
+    "mixtral-8x22b-v0.1": (
+        "mistralai/Mixtral-8x22B-v0.1",
+        ["mixtral-8x22b", "Mixtral 8x22B", "mistralai/Mixtral-8x22B-Instruct-v0.1"],
+        "Apache-2.0",
+    ),
+    "qwen2.5-7b": (
+        "Qwen/Qwen2.5-7B",
+        ["qwen2.5-7b", "Qwen2.5 7B", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ"],
+        "Apache-2.0",
+    ),
+    "qwen2.5-32b": (
+        "Qwen/Qwen2.5-32B",
+        ["qwen2.5-32b", "Qwen2.5 32B", "Qwen/Qwen2.5-32B-Instruct", "Qwen/Qwen2.5-32B-Instruct-AWQ"],
+        "Apache-2.0",
+    ),
+    "qwen2.5-72b": (
+        "Qwen/Qwen2.5-72B",
+        ["qwen2.5-72b", "Qwen2.5 72B", "Qwen/Qwen2.5-72B-Instruct", "Qwen/Qwen2.5-72B-Instruct-AWQ"],
+        "Qwen License (tongyi-qianwen)",
+    ),
+    "qwen3-30b-a3b": (
+        "Qwen/Qwen3-30B-A3B",
+        ["qwen3-30b-a3b", "Qwen3 30B A3B", "Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-FP8"],
+        "Apache-2.0",
+    ),
+    "qwen3-235b-a22b": (
+        "Qwen/Qwen3-235B-A22B",
+        [
+            "qwen3-235b-a22b",
+            "Qwen3 235B A22B",
+            "Qwen/Qwen3-235B-A22B-Instruct-2507",
+            "Qwen/Qwen3-235B-A22B-FP8",
+        ],
+        "Apache-2.0",
+    ),
+    "deepseek-v3": (
+        "deepseek-ai/DeepSeek-V3",
+        [
+            "deepseek-v3",
+            "DeepSeek V3",
+            "deepseek-ai/DeepSeek-V3-0324",
+            "deepseek-ai/DeepSeek-R1",
+            "deepseek-r1",
+        ],
+        "DeepSeek Model License (code MIT)",
+    ),
+    "gemma-2-9b": (
+        "google/gemma-2-9b",
+        ["gemma-2-9b", "Gemma 2 9B", "google/gemma-2-9b-it"],
+        "Gemma Terms of Use",
+    ),
+    "gemma-2-27b": (
+        "google/gemma-2-27b",
+        ["gemma-2-27b", "Gemma 2 27B", "google/gemma-2-27b-it"],
+        "Gemma Terms of Use",
+    ),
+    "phi-3-mini-4k-instruct": (
+        "microsoft/Phi-3-mini-4k-instruct",
+        ["phi-3-mini", "Phi-3 mini", "phi-3-mini-4k-instruct"],
+        "MIT",
+    ),
     "gpt-oss-120b": ("openai/gpt-oss-120b", ["gpt-oss-120b", "gpt-oss 120b"], "Apache-2.0"),
     "gpt-oss-20b": ("openai/gpt-oss-20b", ["gpt-oss-20b", "gpt-oss 20b"], "Apache-2.0"),
 }
@@ -437,11 +570,16 @@ def build_gpus(ref_dir: Path) -> dict:
                 "gpus_per_node": per_node,
                 "launch_year": g.get("launch_year"),
                 "cloud_prices": [
-                    {**p, "source": index.get(p.get("source"), p.get("source"))}
-                    for p in g.get("cloud_prices") or []
+                    {**p, "source": index.get(p.get("source"), p.get("source"))} for p in g.get("cloud_prices") or []
                 ],
                 "sources": _sources(g, index)
-                + [{"ref": "llmsweep", "source": GPUS_PER_NODE_SOURCE, "fields": ["gpus_per_node", "nvlink_group"]}],
+                + [
+                    {
+                        "ref": "llmsweep",
+                        "source": GPUS_PER_NODE_SOURCE,
+                        "fields": ["gpus_per_node", "nvlink_group"],
+                    }
+                ],
                 "derived": derived,
                 "notes": g.get("notes"),
             }
@@ -469,14 +607,20 @@ def build_models(ref_dir: Path) -> dict:
         # each entry and tests/test_architecture.py checks the two agree.
         p = m["params"]
         if isinstance(p.get("computed_total_from_config"), int):
-            params = {"total": p["computed_total_from_config"], "source": "models.yaml params.computed_total_from_config"}
+            params = {
+                "total": p["computed_total_from_config"],
+                "source": "models.yaml params.computed_total_from_config",
+            }
             if isinstance(p.get("computed_active_from_config"), int):
                 params["active"] = p["computed_active_from_config"]
         else:  # gpt-oss: no computed count in models.yaml; the official total is used
             total = float(str(p["official_total"]).split("B")[0]) * 1e9
             active = float(str(p["official_active"]).split("B")[0]) * 1e9
-            params = {"total": int(total), "active_excluding_input_embedding": int(active),
-                      "source": f"models.yaml params.official_total / official_active ({p['official_total']})"}
+            params = {
+                "total": int(total),
+                "active_excluding_input_embedding": int(active),
+                "source": f"models.yaml params.official_total / official_active ({p['official_total']})",
+            }
         models[mid] = {
             "name": m["name"],
             "reference_id": f"models.yaml:{m['id']}",
@@ -504,8 +648,10 @@ def build_models(ref_dir: Path) -> dict:
     return models
 
 
-HEADER = "# Generated by scripts/build_catalog.py from shared/reference/{src}. Do not edit by hand:\n" \
-         "# change the reference or the script, then re-run it.\n"
+HEADER = (
+    "# Generated by scripts/build_catalog.py from shared/reference/{src}. Do not edit by hand:\n"
+    "# change the reference or the script, then re-run it.\n"
+)
 
 
 def render(ref_dir: Path) -> dict[str, str]:

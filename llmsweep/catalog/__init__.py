@@ -24,8 +24,11 @@ from llmsweep.errors import CatalogError, LlmsweepError, UnknownNameError, did_y
 __all__ = ["Catalog", "Gpu", "ModelEntry", "Precision", "Profile", "Resolved", "load_catalog"]
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 5x faster, same result
+
+
 def _read(name: str) -> dict:
-    return yaml.safe_load(resources.files("llmsweep.catalog").joinpath(name).read_text("utf-8"))
+    return yaml.load(resources.files("llmsweep.catalog").joinpath(name).read_text("utf-8"), Loader=_Loader)
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,10 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
     if not isinstance(cfg, dict):
         raise ConfigFileError(f"{where}: expected a JSON object of config.json fields, got {type(cfg).__name__}")
     if isinstance(cfg.get("text_config"), dict):  # multimodal wrappers keep the LLM here
-        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+        cfg = {
+            **cfg["text_config"],
+            "model_type": cfg["text_config"].get("model_type", cfg.get("model_type")),
+        }
     model_type = str(cfg.get("model_type") or "unknown")
     d = _get(cfg, "hidden_size", where)
     n_layers = _get(cfg, "num_hidden_layers", where)
@@ -106,9 +109,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
     h_kv = _get(cfg, "num_key_value_heads", where, required=False, default=h_q)
     vocab = _get(cfg, "vocab_size", where)
     if h_q % h_kv:
-        raise ConfigFileError(
-            f"{where}: num_attention_heads ({h_q}) is not a multiple of num_key_value_heads ({h_kv})"
-        )
+        raise ConfigFileError(f"{where}: num_attention_heads ({h_q}) is not a multiple of num_key_value_heads ({h_kv})")
     d_h = _get(cfg, "head_dim", where, required=False, default=None) or d // h_q
     n_inner = _get(cfg, "n_inner", where, required=False)
     inter = _get(cfg, "intermediate_size", where, required=False, default=n_inner or 4 * d)

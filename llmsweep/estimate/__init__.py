@@ -25,9 +25,7 @@ def add_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
         )
         .with_columns(weight_bytes=memory.weight_bytes())
         .with_columns(max_batch=memory.max_batch())
-        .with_columns(
-            batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch)
-        )
+        .with_columns(batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch))
         .with_columns(
             kv_cache_bytes=memory.kv_cache_bytes(c.batch),
             activation_bytes=memory.activation_bytes(c.batch),

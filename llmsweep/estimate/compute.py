@@ -117,8 +117,12 @@ def tpot_s() -> pl.Expr:
 
 def bound() -> pl.Expr:
     """The largest decode term names what limits the step."""
-    terms = {"compute": c.decode_compute_s, "memory": c.decode_memory_s,
-             "communication": c.decode_comm_s, "overhead": c.decode_overhead_s}
+    terms = {
+        "compute": c.decode_compute_s,
+        "memory": c.decode_memory_s,
+        "communication": c.decode_comm_s,
+        "overhead": c.decode_overhead_s,
+    }
     top = pl.max_horizontal(*terms.values())
     expr = pl.lit(None, dtype=pl.String)
     for name, term in reversed(terms.items()):

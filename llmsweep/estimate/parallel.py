@@ -36,15 +36,26 @@ def layout_reason() -> pl.Expr:
         .when(c.pp > c.layers)
         .then(pl.format("pp={} exceeds the model's {} layers", c.pp, c.layers))
         .when(c.tp * c.pp > c.gpus_per_node)
-        .then(pl.format("tp x pp = {} GPUs exceeds the {} GPUs of one {} server; multi-node is not modelled",
-                        c.tp * c.pp, c.gpus_per_node, c.gpu))
+        .then(
+            pl.format(
+                "tp x pp = {} GPUs exceeds the {} GPUs of one {} server; multi-node is not modelled",
+                c.tp * c.pp,
+                c.gpus_per_node,
+                c.gpu,
+            )
+        )
         .when((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null())
         .then(pl.format("{} has no known interconnect bandwidth for tp > 1", c.gpu))
         .when(c.peak_flops_per_s.is_null())
         .then(pl.format("{} has no published peak rate for {} or any wider dtype", c.gpu, c.compute_dtype))
         .when(c.context_tokens > c.max_context_tokens)
-        .then(pl.format("context of {} tokens exceeds the model's {}-token limit",
-                        c.context_tokens, c.max_context_tokens))
+        .then(
+            pl.format(
+                "context of {} tokens exceeds the model's {}-token limit",
+                c.context_tokens,
+                c.max_context_tokens,
+            )
+        )
         .otherwise(None)
     )
 

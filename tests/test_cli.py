@@ -1,0 +1,175 @@
+"""The command line: help with examples, outputs, and clear one-line errors (exit 1, no traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from llmsweep.cli import main
+
+COMMANDS = ["estimate", "gpus", "models", "precisions"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command):
+    r = invoke(command, "--help")
+    assert r.exit_code == 0
+    assert "Examples:" in r.output and f"llmsweep {command}" in r.output
+
+
+def test_estimate_table():
+    r = invoke(
+        "estimate",
+        "--gpu",
+        "A100 80GB SXM",
+        "--model",
+        "llama-2-7b",
+        "--precision",
+        "fp16",
+        "--profile",
+        "ideal",
+        "--input-tokens",
+        "0",
+        "--output-tokens",
+        "1",
+    )
+    assert r.exit_code == 0, r.output
+    assert "Tokens/s per sequence      151.3 tokens/s" in r.output
+    assert "Weights per GPU            13.48 GB (12.55 GiB)" in r.output
+    assert "Profile: ideal" in r.output
+
+
+def test_estimate_json_and_batch_max():
+    r = invoke(
+        "estimate",
+        "--gpu",
+        "h100-sxm",
+        "--model",
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "--tp",
+        "2",
+        "--batch",
+        "max",
+        "--format",
+        "json",
+    )
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.output)
+    assert row["batch_is_max"] is True and row["batch"] == row["max_batch"] > 0
+    assert row["model"] == "meta-llama/Llama-3.1-70B" and row["fits"] is True
+
+
+def test_estimate_csv_has_header_and_one_row():
+    r = invoke("estimate", "--gpu", "l40s", "--model", "llama-3.1-8b", "--format", "csv")
+    lines = r.output.splitlines()
+    assert r.exit_code == 0 and len(lines) == 2
+    assert lines[0].startswith("gpu,model,precision,kv_precision,tp,pp,gpus,batch")
+
+
+def test_ambiguous_name_note_on_stderr():
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "H100 80GB", "--model", "llama-3.1-8b"])
+    assert r.exit_code == 0
+    assert "note: gpu 'H100 80GB' is ambiguous; using h100-sxm" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--gpu", "H10 SXM", "--model", "llama-3.1-8b"],
+            "Error: unknown gpu 'H10 SXM'; did you mean 'h100-sxm' or 'h200-sxm'? (`llmsweep gpus` lists them)",
+        ),
+        (
+            ["--gpu", "h100-sxm", "--model", "llama-3.1-8c"],
+            "Error: unknown model 'llama-3.1-8c'; did you mean 'meta-llama/Llama-3.1-8B'",
+        ),
+        (
+            ["--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--precision", "fp9"],
+            "Error: unknown precision 'fp9'; did you mean",
+        ),
+        (
+            ["--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--profile", "fast"],
+            "Error: unknown profile 'fast'",
+        ),
+        (
+            ["--gpu", "h100-sxm", "--model", "./missing/config.json"],
+            "Error: ./missing/config.json: file not found",
+        ),
+        (
+            ["--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--input-tokens", "0", "--output-tokens", "0"],
+            "Error: --input-tokens and --output-tokens are both 0",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_exit_1(args, message):
+    r = invoke("estimate", *args)
+    assert r.exit_code == 1
+    assert r.output.startswith(message), r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert "Traceback" not in r.output
+
+
+def test_malformed_config_json_names_file_and_field(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32}')
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", str(cfg))
+    assert r.exit_code == 1
+    assert (
+        r.output.strip() == f"Error: {cfg}: missing field 'vocab_size' (a Hugging Face config.json for a "
+        "decoder-only transformer has it)"
+    )
+
+
+def test_local_config_json(tmp_path):
+    from llmsweep.catalog import load_catalog
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(load_catalog().model("meta-llama/Llama-3.1-8B").config))
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", str(cfg), "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["params_total"] == 8_030_261_248
+
+
+def test_usage_errors_exit_2():
+    assert invoke("estimate", "--gpu", "h100-sxm", "--model", "x", "--tp", "0").exit_code == 2
+    assert invoke("estimate", "--gpu", "h100-sxm", "--model", "x", "--batch", "lots").exit_code == 2
+
+
+@pytest.mark.parametrize("command", ["gpus", "models", "precisions"])
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_catalog_listings(command, fmt):
+    r = invoke(command, "--format", fmt)
+    assert r.exit_code == 0
+    if fmt == "json":
+        rows = json.loads(r.output)
+        assert len(rows) >= 15 and "id" in rows[0]
+
+
+def test_catalog_entry_with_sources():
+    r = invoke("gpus", "H100 SXM")
+    assert r.exit_code == 0
+    assert "id: h100-sxm" in r.output and "sources:" in r.output and "bf16: 989.0" in r.output
+    r = invoke("models", "llama-3.1-8b", "--format", "json")
+    entry = json.loads(r.output)
+    assert entry["license"] == "Llama 3.1 Community License"
+    assert entry["computed"]["kv_bytes_per_token_fp16"] == 131072
+    assert invoke("gpus", "H200X").exit_code == 1
+
+
+def test_python_dash_m():
+    out = subprocess.run([sys.executable, "-m", "llmsweep", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "llmsweep estimate" in out.stdout
+
+
+def test_help_does_not_import_the_heavy_stack():
+    code = "import sys, llmsweep.cli; print(sorted({'polars', 'pydantic', 'altair'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"

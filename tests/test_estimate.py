@@ -1,0 +1,229 @@
+"""The estimator against values derived by hand (the arithmetic is in each test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import estimate_row, estimate_rows
+
+L2_7B, L31_8B, L31_70B = "meta-llama/Llama-2-7b-hf", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
+GIB = 2**30
+
+
+def test_llama2_7b_fp16_weights():
+    # 6,738,415,616 parameters x 2 bytes = 13,476,831,232 bytes, about 13.5 GB
+    row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="fp16")
+    assert row["model_weight_bytes"] == 13_476_831_232
+    assert row["weight_bytes"] == 13_476_831_232
+
+
+def test_int4_weights_keep_half_bytes():
+    # int4 g128 = 4.125 bits = 0.515625 bytes: 6,738,415,616 x 0.515625 = 3,474,495,552 bytes
+    row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="int4")
+    assert row["weight_bytes"] == 3_474_495_552
+
+
+def test_llama2_7b_decode_on_a100_ideal():
+    # batch 1, no prompt, one output token: mean context 0.5 tokens.
+    # bytes per step = 13,476,831,232 weights + 0.5 x 524,288 KV = 13,477,093,376
+    # time = 13,477,093,376 / 2,039e9 B/s = 6.6097 ms -> 151.3 tokens/s (the ~150 tok/s roofline)
+    row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="fp16", input_tokens=0, output_tokens=1)
+    assert row["decode_bytes_per_step"] == 13_477_093_376
+    assert row["decode_tokens_per_s_per_seq"] == pytest.approx(2.039e12 / 13_477_093_376)
+    assert row["decode_tokens_per_s_per_seq"] == pytest.approx(151.3, abs=0.1)
+    assert row["bound"] == "memory"
+
+
+def test_llama31_8b_prefill_on_h100_ideal():
+    # FLOPs = 2 x 8,030,261,248 x 2048 + 2 x 32 layers x 2048^2 x 32 heads x 128
+    #       = 32,891,950,071,808 + 1,099,511,627,776 = 33,991,461,699,584 (about 3.4e13)
+    # time = 3.399e13 / 989e12 FLOP/s = 34.37 ms (compute-bound: the weights take 4.9 ms to read)
+    row = estimate_row(gpu="h100-sxm", model=L31_8B, precision="bf16", input_tokens=2048, output_tokens=1)
+    assert row["prefill_flops"] == 33_991_461_699_584
+    assert row["prefill_s"] == pytest.approx(33_991_461_699_584 / 989e12)
+    assert row["ttft_s"] == pytest.approx(0.03437, abs=1e-5)
+    assert row["prefill_tokens_per_s"] == pytest.approx(2048 / row["prefill_s"])
+
+
+@pytest.mark.parametrize("profile", ["ideal", "default"])
+def test_llama31_70b_needs_two_h100(profile):
+    # 70,553,706,496 x 2 bytes = 141.1 GB > one H100's 80 GiB (85.9 GB); at tp=2 each holds 70.55 GB
+    one, two = estimate_rows(profile, gpu="h100-sxm", model=L31_70B, precision="bf16", tp=[1, 2])
+    assert not one["fits"] and one["max_batch"] == 0
+    assert one["reason"].startswith("needs ") and "GiB per GPU but" in one["reason"]
+    assert two["fits"] and two["weight_bytes"] == 70_553_706_496
+    assert two["max_batch"] >= 1
+
+
+def test_kv_cache_bytes():
+    # Llama-3.1-8B, 4 sequences at 1024 + 1024 tokens: 131,072 B x 2048 x 4 = 1,073,741,824 (1 GiB)
+    row = estimate_row(gpu="h100-sxm", model=L31_8B, batch=4, input_tokens=1024, output_tokens=1024)
+    assert row["kv_cache_bytes"] == 1_073_741_824
+    # tp=2 splits the 8 KV heads: half per GPU
+    row = estimate_row(gpu="h100-sxm", model=L31_8B, batch=4, input_tokens=1024, output_tokens=1024, tp=2)
+    assert row["kv_cache_bytes"] == 536_870_912
+
+
+def test_mla_latent_is_replicated_across_tp():
+    # DeepSeek-V3 caches one latent per layer: 70,272 B/token, on every tp rank (8 x 1000 x 70,272)
+    row = estimate_row(
+        gpu="h200-sxm",
+        model="deepseek-ai/DeepSeek-V3",
+        precision="fp8",
+        tp=8,
+        batch=8,
+        input_tokens=900,
+        output_tokens=100,
+    )
+    assert row["kv_cache_bytes"] == 8 * 1000 * 70_272
+
+
+def test_sliding_window_caps_kv():
+    # Mistral-7B-v0.1: every layer has a 4096-token window, so at 8192 tokens a sequence holds
+    # 131,072 B x 4096 = 536,870,912 bytes, not 131,072 x 8192
+    row = estimate_row(gpu="h100-sxm", model="mistralai/Mistral-7B-v0.1", input_tokens=8000, output_tokens=192)
+    assert row["kv_cache_bytes"] == 131_072 * 4096
+
+
+def test_activation_and_overhead_bytes():
+    # Llama-2-7B fp16, tp 1, one 512-token prompt. Per prefill token:
+    # (2 x 4096 + (32 + 2 x 32) x 128 + 2 x 11008) x 2 bytes = 42,496 x 2 = 84,992 bytes;
+    # x 512 tokens = 43,515,904; plus fp32 logits 32,000 x 4 = 128,000 -> 43,643,904
+    row = estimate_row("default", gpu="a100-80gb-sxm", model=L2_7B, precision="fp16", input_tokens=512)
+    assert row["activation_bytes"] == 43_643_904
+    assert row["overhead_bytes"] == 1 * GIB  # default profile runtime overhead, tp x pp = 1
+    tp2 = estimate_row("default", gpu="a100-80gb-sxm", model=L2_7B, precision="fp16", tp=2)
+    assert tp2["overhead_bytes"] == 1.5 * GIB  # + 0.5 GiB communication buffers
+    assert tp2["usable_memory_bytes"] == 80 * GIB * 0.9  # vLLM-style 10 % reserve
+
+
+def test_max_batch_is_the_boundary():
+    rows = estimate_rows("default", gpu="l40s", model=L31_8B, batch="max", input_tokens=2048, output_tokens=512)
+    (row,) = rows
+    b = row["max_batch"]
+    at, above = estimate_rows(
+        "default", gpu="l40s", model=L31_8B, batch=[b, b + 1], input_tokens=2048, output_tokens=512
+    )
+    assert at["fits"] and not above["fits"]
+    assert row["batch"] == b and row["batch_is_max"]
+    # by hand: usable 48 GiB x 0.9 = 46,385,646,796.8; fixed = weights 16,060,522,496 + 1 GiB
+    # + chunk 8192 tokens x (2 x 4096 + 48 x 128 + 2 x 14336) x 2 bytes = 8192 x 86,016 = 704,643,072;
+    # per sequence = 131,072 x 2560 KV + 128,256 x 4 logits = 336,068,608
+    # -> floor((46,385,646,796.8 - 16,060,522,496 - 1,073,741,824 - 704,643,072) / 336,068,608) = 84
+    assert b == 84
+
+
+def test_moe_experts_touched():
+    # Mixtral: E = 8, k = 2. One token reads 2 experts; 4 tokens read 8 (1 - 0.75^4) = 5.46875
+    one, four = estimate_rows(gpu="h100-sxm", model="mistralai/Mixtral-8x7B-v0.1", batch=[1, 4], tp=2)
+    assert one["experts_touched"] == pytest.approx(2.0)
+    assert four["experts_touched"] == pytest.approx(5.46875)
+    # weights read at batch 1 = (total - 32 layers x 6 idle experts x 176,160,768) x 2 bytes
+    kv = 1 * (1024 + 128) * 131_072  # KV read at the mean context, both tp ranks together
+    assert one["decode_bytes_per_step"] == pytest.approx(12_879_925_248 * 2 + kv)
+
+
+def test_tensor_parallel_allreduce():
+    # Llama-3.1-70B bf16, tp 2 on H100 SXM (NVLink 450 GB/s per direction), batch 1, default profile:
+    # 2 all-reduces x 80 layers x (10 us + 2 x 1/2 x 8192 x 2 bytes / 450e9) = 160 x 10.0364 us = 1.6058 ms
+    row = estimate_row("default", gpu="h100-sxm", model=L31_70B, tp=2)
+    assert row["decode_comm_s"] == pytest.approx(160 * (1e-5 + 16384 / 450e9))
+    # PCIe cards without NVLink communicate over PCIe Gen4 x16: 31.5 GB/s per direction
+    assert estimate_row(gpu="l40s", model=L31_8B, tp=2)["link_bandwidth_bytes_per_s"] == 31.5e9
+
+
+def test_pipeline_parallel_adds_memory_not_speed():
+    one, two = estimate_rows(gpu="a100-80gb-sxm", model=L31_8B, pp=[1, 2])
+    assert two["weight_bytes"] == one["weight_bytes"] / 2
+    assert two["tpot_s"] == pytest.approx(one["tpot_s"])
+
+
+def test_serving_throughput_and_latency():
+    row = estimate_row("default", gpu="h100-sxm", model=L31_8B, batch=16, input_tokens=1000, output_tokens=200)
+    # B x S_out / (S_out x TPOT + B x prefill) and TTFT + S_out x TPOT
+    expected = 16 * 200 / (200 * row["tpot_s"] + 16 * row["prefill_s"])
+    assert row["output_tokens_per_s"] == pytest.approx(expected)
+    assert row["request_latency_s"] == pytest.approx(row["ttft_s"] + 200 * row["tpot_s"])
+    assert row["output_tokens_per_s_per_gpu"] == row["output_tokens_per_s"]
+
+
+def test_roofline_and_bound():
+    # ridge point of H100 SXM in bf16: 989e12 / 3.35e12 = 295.2 FLOP/byte
+    small = estimate_row(gpu="h100-sxm", model=L2_7B, precision="fp16", batch=1, input_tokens=1, output_tokens=1)
+    assert small["ridge_point"] == pytest.approx(989e12 / 3.35e12)
+    assert small["bound"] == "memory" and small["arithmetic_intensity"] < 2
+    # at batch 1024 with almost no KV, 2 x P x 1024 FLOPs outweigh one read of the weights
+    big = estimate_row(gpu="h100-sxm", model=L2_7B, precision="fp16", batch=1024, input_tokens=1, output_tokens=1)
+    assert big["bound"] == "compute"
+    assert big["arithmetic_intensity"] > big["ridge_point"]
+
+
+def test_compute_dtype_fallback_is_noted():
+    # Apple publishes no fp16 tensor rate: the fp32 rate (27.2 TFLOP/s on M2 Ultra) is used and said
+    row = estimate_row(gpu="m2-ultra", model=L31_8B, precision="fp16")
+    assert (row["compute_dtype"], row["peak_flops_per_s"]) == ("fp32", 27.2e12)
+    assert row["notes"] == "m2-ultra has no published fp16 rate; matmuls use its fp32 rate"
+    # fp8 on A100 (no FP8 units) computes in bf16
+    assert estimate_row(gpu="a100-80gb-sxm", model=L31_8B, precision="fp8")["compute_dtype"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("axes", "reason"),
+    [
+        ({"tp": 3}, "tp=3 does not divide the model's 32 attention heads"),
+        (
+            {"tp": 16},
+            "tp x pp = 16 GPUs exceeds the 8 GPUs of one h100-sxm server; multi-node is not modelled",
+        ),
+        ({"input_tokens": 200_000}, "context of 200256 tokens exceeds the model's 131072-token limit"),
+    ],
+)
+def test_layouts_that_cannot_run_stay_as_rows_with_a_reason(axes, reason):
+    row = estimate_row(gpu="h100-sxm", model=L31_8B, output_tokens=256, **axes)
+    assert row["reason"] == reason
+    assert row["fits"] is False
+
+
+class TestSeedErrorsAreNotRepeated:
+    """The errors listed at the end of DESIGN.md §4, one test each."""
+
+    def test_flops_are_not_multiplied_by_bytes(self):
+        # 2 FLOPs per parameter per token: Llama-2-7B decodes with 2 x 6.74e9 = 1.35e10 FLOPs per
+        # token, not "2 x 7e9 x 2 bytes = 2.8e10"
+        row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="fp16", input_tokens=0, output_tokens=1)
+        assert row["decode_flops_per_step"] == pytest.approx(2 * 6_738_415_616, rel=1e-3)
+
+    def test_prefill_time_is_flops_over_flops_per_second(self):
+        # 2 x P x S_in / F, not "input length x weight bytes / FLOP/s" (bytes over FLOP/s)
+        row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="fp16", input_tokens=4000, output_tokens=1)
+        assert row["prefill_s"] == pytest.approx(row["prefill_flops"] / 312e12)
+        assert row["prefill_s"] != pytest.approx(4000 * 13_476_831_232 / 312e12, rel=0.05)
+
+    def test_weight_size_is_not_divided_by_1024(self):
+        # params_G x bits / 8 / 1024 would give 6.74 x 16 / 8 / 1024 = 0.013 "GB"
+        row = estimate_row(gpu="a100-80gb-sxm", model=L2_7B, precision="fp16")
+        assert row["model_weight_bytes"] / 1e9 == pytest.approx(13.48, abs=0.01)
+
+    def test_gqa_kv_uses_kv_heads(self):
+        row = estimate_row(gpu="h100-sxm", model=L31_8B, precision="fp16")
+        assert row["kv_bytes_per_token"] == 131_072  # not 524,288 from the 32 attention heads
+
+    def test_prefill_intensity_grows_with_the_prompt(self):
+        # about S_in FLOP/byte at fp16 (2 P S FLOPs over 2 P bytes), not about 1
+        row = estimate_row(gpu="h100-sxm", model=L31_8B, precision="fp16", input_tokens=2048, output_tokens=1)
+        assert 1500 < row["prefill_arithmetic_intensity"] < 2500
+
+    def test_batching_multiplies_aggregate_decode_throughput(self):
+        # "4 concurrent users share 142 tok/s" is wrong: while memory-bound, 4 sequences share one
+        # weight read, so the aggregate is nearly 4x and each user keeps nearly the batch-1 speed
+        one, four = estimate_rows(
+            gpu="a100-80gb-sxm",
+            model=L2_7B,
+            precision="fp16",
+            batch=[1, 4],
+            input_tokens=128,
+            output_tokens=128,
+        )
+        assert four["bound"] == "memory"
+        assert four["decode_tokens_per_s"] > 3.5 * one["decode_tokens_per_s"]
+        assert four["decode_tokens_per_s_per_seq"] > 0.9 * one["decode_tokens_per_s_per_seq"]

@@ -1,0 +1,82 @@
+"""Estimates against published measurements (tests/data/measured-dev.csv, a copy of
+shared/reference/measured-dev.csv; sources per row in its `source` column).
+
+Tolerances are honest, not tuned to pass: engines differ by 2x on the same hardware, and the
+`default` profile is a first literature-based guess (the calibration issue fits it).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from llmsweep.calibrate import compare, read_measurements
+
+from .conftest import DATA
+
+
+@pytest.fixture(scope="module")
+def measurements():
+    mapped, skipped = read_measurements(DATA / "measured-dev.csv")
+    return mapped, skipped
+
+
+@pytest.fixture(scope="module")
+def default(measurements):
+    return compare(measurements[0], "default")
+
+
+@pytest.fixture(scope="module")
+def ideal(measurements):
+    return compare(measurements[0], "ideal")
+
+
+def test_every_row_is_estimated_or_listed(measurements):
+    mapped, skipped = measurements
+    assert len(mapped) + len(skipped) == 106
+    assert skipped == []
+
+
+def test_default_profile_within_factor_two_for_most_rows(default):
+    within = default.filter(pl.col("ratio").is_between(0.5, 2.0))
+    # 93 of 106 at the time of writing; the misses are vLLM runs whose batch the source does not
+    # state (estimated at the memory maximum) and three llama.cpp Dec-2023 rows
+    assert within.height / default.height >= 0.85
+
+
+def test_batch1_decode_and_prefill_errors(default, ideal):
+    def median_abs_error(df, metric):
+        return df.filter(pl.col("metric") == metric).select((pl.col("ratio") - 1).abs().median()).item()
+
+    assert median_abs_error(default, "decode_tok_s_per_seq") < 0.25
+    assert median_abs_error(default, "prefill_tok_s") < 0.35
+    # the pure roofline over-predicts decode speed, as the literature says
+    decode_ideal = ideal.filter(pl.col("metric") == "decode_tok_s_per_seq")["ratio"].median()
+    assert decode_ideal > 1.2
+    assert median_abs_error(default, "decode_tok_s_per_seq") < median_abs_error(ideal, "decode_tok_s_per_seq")
+
+
+def test_weight_sizes_match_published_gguf_files(default):
+    # llama.cpp GGUF file sizes (GiB): Llama-3-8B fp16 14.96, 70B fp16 131.42, q4_k_m 4.58 / 39.59
+    sizes = default.filter(pl.col("metric") == "memory_gb")
+    assert sizes["ratio"].is_between(0.98, 1.02).all()
+
+
+def test_unmappable_rows_are_listed_with_a_reason(tmp_path):
+    path = tmp_path / "m.csv"
+    header = (
+        "id,source,gpu,num_gpus,tp,pp,model,params_b,weight_precision,kv_precision,framework,batch,"
+        "input_len,output_len,metric,value,unit,notes\n"
+    )
+    path.write_text(
+        header
+        + "x1,s,H100 SXM,1,1,1,meta-llama/Llama-3.1-8B,8,bf16,,vllm,1,128,128,energy_j,3,J,\n"
+        + "x2,s,H900,1,1,1,meta-llama/Llama-3.1-8B,8,bf16,,vllm,1,128,128,ttft_ms,3,ms,\n"
+        + "x3,s,H100 SXM,1,1,1,meta-llama/Llama-3.1-8B,8,bf16,,vllm,one,128,128,ttft_ms,3,ms,\n"
+    )
+    mapped, skipped = read_measurements(path)
+    assert mapped == []
+    assert [s["id"] for s in skipped] == ["x1", "x2", "x3"]
+    assert "metric 'energy_j' in unit 'J' is not one llmsweep estimates" in skipped[0]["reason"]
+    assert skipped[1]["reason"].startswith("unknown gpu 'H900'")
+    assert skipped[2]["reason"] == "batch 'one' is not a number"
