@@ -27,46 +27,25 @@ def layout_reason() -> pl.Expr:
     and the KV heads divide one another (else heads cannot be split or replicated evenly);
     pp <= layers; tp x pp GPUs fit in one server (multi-node is not modelled); the GPU has a
     link for tp > 1 and a published rate for the compute dtype; the context fits the model.
+    Messages are literals (the numbers are in the row), which keeps this cheap on large grids.
     """
-    return (
-        pl.when(c.attention_heads % c.tp != 0)
-        .then(pl.format("tp={} does not divide the model's {} attention heads", c.tp, c.attention_heads))
-        .when((c.kv_heads % c.tp != 0) & (c.tp % c.kv_heads != 0))
-        .then(pl.format("tp={} and the model's {} KV heads do not divide one another", c.tp, c.kv_heads))
-        .when(c.pp > c.layers)
-        .then(pl.format("pp={} exceeds the model's {} layers", c.pp, c.layers))
-        .when(c.tp * c.pp > c.gpus_per_node)
-        .then(
-            pl.format(
-                "tp x pp = {} GPUs exceeds the {} GPUs of one {} server; multi-node is not modelled",
-                c.tp * c.pp,
-                c.gpus_per_node,
-                c.gpu,
-            )
-        )
-        .when((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null())
-        .then(pl.format("{} has no known interconnect bandwidth for tp > 1", c.gpu))
-        .when(c.peak_flops_per_s.is_null())
-        .then(pl.format("{} has no published peak rate for {} or any wider dtype", c.gpu, c.compute_dtype))
-        .when(c.context_tokens > c.max_context_tokens)
-        .then(
-            pl.format(
-                "context of {} tokens exceeds the model's {}-token limit",
-                c.context_tokens,
-                c.max_context_tokens,
-            )
-        )
-        .otherwise(None)
-    )
+    rules = [
+        (c.attention_heads % c.tp != 0, "tp does not divide the model's attention heads"),
+        ((c.kv_heads % c.tp != 0) & (c.tp % c.kv_heads != 0), "tp and the model's KV heads do not divide one another"),
+        (c.pp > c.layers, "pp exceeds the model's layers"),
+        (c.tp * c.pp > c.gpus_per_node, "tp x pp exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled"),
+        ((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null(), "no known interconnect bandwidth for tp > 1"),
+        (c.peak_flops_per_s.is_null(), "no published peak rate for the compute dtype or any wider one"),
+        (c.context_tokens > c.max_context_tokens, "context_tokens exceeds the model's maximum context"),
+    ]
+    expr = pl.lit(None, dtype=pl.String)
+    for condition, message in reversed(rules):
+        expr = pl.when(condition).then(pl.lit(message)).otherwise(expr)
+    return expr
 
 
 def memory_reason() -> pl.Expr:
-    """The row does not fit: say by how much."""
-    gib = 2.0**30
+    """The row does not fit (memory_per_gpu_bytes and usable_memory_bytes say by how much)."""
     return pl.when(c.memory_per_gpu_bytes > c.usable_memory_bytes).then(
-        pl.format(
-            "needs {} GiB per GPU but {} GiB are usable",
-            (c.memory_per_gpu_bytes / gib).round(1),
-            (c.usable_memory_bytes / gib).round(1),
-        )
+        pl.lit("does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes")
     )
