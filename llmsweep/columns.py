@@ -15,7 +15,7 @@ from typing import Literal
 
 import polars as pl
 
-Kind = Literal["identity", "fact", "estimate"]
+Kind = Literal["identity", "fact", "derived", "estimate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +164,33 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         ("tp_buffer_bytes", F, "bytes", "TP buffers", "Communication buffers when tp > 1 (profile).", False),
         ("prefill_chunk_tokens", I, "tokens", "Prefill chunk", "Tokens prefilled together (profile).", False),
+    )
+    + _cols(
+        "derived",
+        # Per-layout constants (gpu x model x precision x tp x pp): computed once per layout, then
+        # reused by every row of that layout. Not exported.
+        ("kv_full_bytes_per_token", F, "bytes", "", "KV bytes per token in full-attention layers.", False),
+        ("kv_window_bytes_per_token", F, "bytes", "", "KV bytes per token in sliding-window layers.", False),
+        ("kv_split", F, "GPUs", "", "GPUs sharing one sequence's KV cache: pp x min(tp, h_kv).", False),
+        ("kv_read_replicas", F, "", "", "Copies of each KV head read per step: tp / min(tp, h_kv).", False),
+        ("activation_bytes_per_token", F, "bytes", "", "Live activations per prefill token on one GPU.", False),
+        ("logits_bytes_per_sequence", F, "bytes", "", "fp32 logits of one sequence on one GPU.", False),
+        ("free_bytes", F, "bytes", "", "Usable memory left after weights and overhead.", False),
+        ("flops_per_token", F, "FLOP", "", "2 x P_a: matmul FLOPs of one token.", False),
+        ("attention_flops_per_key", F, "FLOP", "", "4 x L x h_q x d_h: attention FLOPs per (query, key).", False),
+        ("window_fraction", F, "fraction", "", "Share of layers with a sliding window.", False),
+        ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
+        ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
+        ("seconds_per_flop", F, "s/FLOP", "", "1 / (tp x F x eta_c).", False),
+        ("seconds_per_byte", F, "s/byte", "", "1 / (tp x BW x eta_bw).", False),
+        ("fixed_step_s", F, "s", "", "Per-step + L x per-layer overhead.", False),
+        ("allreduce_fixed_s", F, "s", "", "Latency part of a forward pass's all-reduces: 2 L alpha.", False),
+        ("allreduce_s_per_token", F, "s", "", "Bandwidth part of the all-reduces per token.", False),
+        ("layout_reason", S, "", "", "Why the layout cannot run, before lengths are known.", False),
+        # Per (layout, input, output): computed once for all batch sizes.
+        ("kv_context_bytes_per_sequence", F, "bytes", "", "KV of one sequence at context_tokens, one GPU.", False),
+        ("decode_flops_per_sequence", F, "FLOP", "", "One sequence's decode-step FLOPs at the mean context.", False),
+        ("decode_kv_bytes_per_sequence", F, "bytes", "", "KV one sequence's decode step reads, all GPUs.", False),
     )
     + _cols(
         "estimate",

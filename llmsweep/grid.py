@@ -14,6 +14,7 @@ import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.columns import SCHEMA
+from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates
 
 MAX = "max"
 
@@ -147,39 +148,60 @@ def _axis(name: str, values: Sequence) -> pl.LazyFrame:
     return pl.LazyFrame({name: pl.Series(name, list(values), dtype=SCHEMA[name])})
 
 
-def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
-    """The grid frame: the cross product of the axes, joined with every fact column."""
+@dataclass(frozen=True)
+class GridParts:
+    """The grid as three small tables whose cross product is the grid: layouts (gpu x model x
+    precision x kv_precision x tp x pp, with their facts), lengths (input x output) and batches."""
+
+    layouts: pl.LazyFrame
+    lengths: pl.LazyFrame
+    batches: pl.LazyFrame
+
+    def frame(self) -> pl.LazyFrame:
+        """The unestimated grid, one row per configuration."""
+        return self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS)
+
+    def estimate(self) -> pl.LazyFrame:
+        """The estimated grid, each stage on the smallest table it needs."""
+        lengths = add_length_estimates(add_layout_estimates(self.layouts).join(self.lengths, **_CROSS))
+        return add_batch_estimates(lengths.join(self.batches, **_CROSS))
+
+
+_CROSS = {"how": "cross", "maintain_order": "left_right"}
+
+
+def grid_parts(catalog: Catalog, axes: Axes, profile: Profile) -> GridParts:
     rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
-    batch_is_max = [b == MAX for b in axes.batch]
+    left = {"how": "left", "maintain_order": "left"}
+    layouts = (
+        gpu_table(catalog, axes.gpu, profile)
+        .join(model_table(catalog, axes.model), **_CROSS)
+        .join(_axis("precision", dict.fromkeys(axes.precision)), **_CROSS)
+        .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)
+        .join(_axis("tp", dict.fromkeys(axes.tp)), **_CROSS)
+        .join(_axis("pp", dict.fromkeys(axes.pp)), **_CROSS)
+        .join(rates, on=["gpu", "precision"], **left)
+        .join(kv, on=["precision", "kv_precision"], **left)
+        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], **left)
+    )
+    lengths = _axis("input_tokens", dict.fromkeys(axes.input_tokens)).join(
+        _axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS
+    )
+    batch_is_max = [b == MAX for b in dict.fromkeys(axes.batch)]
     batches = pl.LazyFrame(
         {
-            "batch": pl.Series(
-                [1 if m else int(b) for b, m in zip(axes.batch, batch_is_max, strict=True)], dtype=pl.Int64
-            ),
+            "batch": pl.Series([1 if b == MAX else int(b) for b in dict.fromkeys(axes.batch)], dtype=pl.Int64),
             "batch_is_max": batch_is_max,
         }
-    ).unique(maintain_order=True)
-    grid = (
-        gpu_table(catalog, axes.gpu, profile)
-        .join(model_table(catalog, axes.model), how="cross", maintain_order="left_right")
-        .join(_axis("precision", dict.fromkeys(axes.precision)), how="cross", maintain_order="left_right")
-        .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), how="cross", maintain_order="left_right")
-        .join(_axis("tp", dict.fromkeys(axes.tp)), how="cross", maintain_order="left_right")
-        .join(_axis("pp", dict.fromkeys(axes.pp)), how="cross", maintain_order="left_right")
-        .join(batches, how="cross", maintain_order="left_right")
-        .join(_axis("input_tokens", dict.fromkeys(axes.input_tokens)), how="cross", maintain_order="left_right")
-        .join(
-            _axis("output_tokens", dict.fromkeys(axes.output_tokens)),
-            how="cross",
-            maintain_order="left_right",
-        )
     )
-    return (
-        grid.join(rates, on=["gpu", "precision"], how="left", maintain_order="left")
-        .join(kv, on=["precision", "kv_precision"], how="left", maintain_order="left")
-        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], how="left", maintain_order="left")
-        .with_columns(
-            gpus=pl.col("tp") * pl.col("pp"),
-            context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
-        )
-    )
+    return GridParts(layouts, lengths, batches)
+
+
+def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
+    """The unestimated grid frame: the cross product of the axes, joined with every fact column."""
+    return grid_parts(catalog, axes, profile).frame()
+
+
+def estimate_grid(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
+    """The estimated grid (every column, derived ones included)."""
+    return grid_parts(catalog, axes, profile).estimate()

@@ -1,7 +1,13 @@
 """The estimator: polars expressions that add memory, time and throughput columns to a grid frame.
 
-`add_estimates` works on a whole (lazy) frame at once, one row per configuration; it sees only
-the declared columns, never the sweep spec or the catalog.
+It works on whole (lazy) frames, one row per configuration, and sees only the declared columns,
+never the sweep spec or the catalog. Work that depends only on the layout (GPU, model, precision,
+parallelism) is done once per layout, work that depends on the lengths once per length pair,
+and only the rest once per row:
+
+    layouts -> add_layout_estimates -> x lengths -> add_length_estimates -> x batches -> add_batch_estimates
+
+`add_estimates(frame)` does both on a frame that already holds every row.
 """
 
 from __future__ import annotations
@@ -12,53 +18,100 @@ from llmsweep.columns import EXPORTED, SCHEMA, c
 from llmsweep.estimate import compute, memory, parallel, serving
 
 
-def add_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Add every estimate column. Stages follow the dependencies: memory -> max batch -> the
-    batch in force (`max` resolved) -> memory at that batch -> prefill, decode -> serving."""
+def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Columns that depend only on GPU, model, precision, KV precision, tp and pp (and the profile)."""
     return (
         frame.with_columns(
+            gpus=c.tp * c.pp,
             model_weight_bytes=memory.model_weight_bytes(),
             kv_bytes_per_token=memory.kv_bytes_per_token(),
+            kv_full_bytes_per_token=memory.kv_full_bytes_per_token(),
+            kv_window_bytes_per_token=memory.kv_window_bytes_per_token(),
+            kv_split=memory.kv_split(),
+            kv_read_replicas=memory.kv_read_replicas(),
+            activation_bytes_per_token=memory.activation_bytes_per_token(),
+            logits_bytes_per_sequence=memory.logits_bytes_per_sequence(),
             usable_memory_bytes=memory.usable_memory_bytes(),
             overhead_bytes=memory.overhead_bytes(),
+            flops_per_token=compute.flops_per_token(),
+            attention_flops_per_key=compute.attention_flops_per_key(),
+            window_fraction=compute.window_fraction(),
+            routed_expert_bytes=compute.routed_expert_bytes(),
+            expert_miss_log=compute.expert_miss_log(),
+            seconds_per_flop=compute.seconds_per_flop(),
+            seconds_per_byte=compute.seconds_per_byte(),
+            fixed_step_s=compute.fixed_step_s(),
+            ridge_point=compute.ridge_point(),
+            allreduce_fixed_s=parallel.allreduce_fixed_s(),
+            allreduce_s_per_token=parallel.allreduce_s_per_token(),
             layout_reason=parallel.layout_reason(),
         )
         .with_columns(weight_bytes=memory.weight_bytes())
-        .with_columns(max_batch=memory.max_batch())
-        .with_columns(batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch))
+        .with_columns(free_bytes=memory.free_bytes())
+    )
+
+
+def add_length_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Columns that depend on the layout and the lengths but not the batch: context, max batch,
+    prefill (one prompt) and each sequence's share of a decode step."""
+    return (
+        frame.with_columns(context_tokens=c.input_tokens + c.output_tokens)
+        .with_columns(
+            kv_context_bytes_per_sequence=memory.kv_context_bytes_per_sequence(),
+            prefill_flops=compute.prefill_flops(),
+            decode_flops_per_sequence=compute.decode_flops_per_sequence(),
+            decode_kv_bytes_per_sequence=compute.decode_kv_bytes_per_sequence(),
+        )
+        .with_columns(
+            max_batch=memory.max_batch(),
+            prefill_s=compute.prefill_s(),
+            prefill_arithmetic_intensity=c.prefill_flops / compute.prefill_bytes(),
+        )
+        .with_columns(
+            ttft_s=c.prefill_s,
+            prefill_tokens_per_s=pl.when(c.input_tokens > 0).then(c.input_tokens / c.prefill_s),
+        )
+    )
+
+
+def add_batch_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Columns that depend on the batch: the batch in force (`max` resolved), memory at that
+    batch, the decode step, serving."""
+    return (
+        frame.with_columns(batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch))
         .with_columns(
             kv_cache_bytes=memory.kv_cache_bytes(c.batch),
             activation_bytes=memory.activation_bytes(c.batch),
-            prefill_flops=compute.prefill_flops(),
             decode_flops_per_step=compute.decode_flops_per_step(),
             decode_bytes_per_step=compute.decode_bytes_per_step(),
-            experts_touched=compute.experts_touched(c.batch.cast(pl.Float64)),
-            ridge_point=compute.ridge_point(),
+            experts_touched=compute.experts_touched(c.batch),
         )
         .with_columns(
             memory_per_gpu_bytes=memory.memory_per_gpu_bytes(),
-            prefill_s=compute.prefill_s(),
-            prefill_arithmetic_intensity=c.prefill_flops / compute.prefill_bytes(),
             arithmetic_intensity=c.decode_flops_per_step / c.decode_bytes_per_step,
             **compute.decode_terms(),
         )
         .with_columns(
-            fits=(c.memory_per_gpu_bytes <= c.usable_memory_bytes) & pl.col("layout_reason").is_null(),
-            reason=pl.coalesce(pl.col("layout_reason"), parallel.memory_reason()),
-            ttft_s=c.prefill_s,
-            prefill_tokens_per_s=pl.when(c.input_tokens > 0).then(c.input_tokens / c.prefill_s),
+            fits=(c.memory_per_gpu_bytes <= c.usable_memory_bytes)
+            & c.layout_reason.is_null()
+            & (c.context_tokens <= c.max_context_tokens).fill_null(True),
+            reason=parallel.row_reason(),
             tpot_s=compute.tpot_s(),
-            bound=compute.bound(),
         )
         .with_columns(
+            bound=compute.bound(),
             decode_tokens_per_s_per_seq=1 / c.tpot_s,
             decode_tokens_per_s=c.batch / c.tpot_s,
             output_tokens_per_s=serving.output_tokens_per_s(),
             request_latency_s=serving.request_latency_s(),
         )
         .with_columns(output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus)
-        .drop("layout_reason")
     )
+
+
+def add_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Every estimate column, on a frame that already holds one row per configuration."""
+    return add_batch_estimates(add_length_estimates(add_layout_estimates(frame)))
 
 
 def select_exported(frame: pl.LazyFrame) -> pl.LazyFrame:

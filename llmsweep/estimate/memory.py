@@ -1,6 +1,7 @@
 """Memory: weights + KV cache + activations + runtime overhead, per GPU (DESIGN.md §4).
 
-All results are bytes. Each function returns a polars expression over the grid frame.
+All results are bytes. Functions under "per layout" read only GPU, model, precision and
+parallelism columns; those under "per row" also read the batch and the lengths.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import c
+
+# -- per layout -------------------------------------------------------------------------------
 
 
 def model_weight_bytes() -> pl.Expr:
@@ -29,12 +32,14 @@ def kv_bytes_per_token() -> pl.Expr:
     return c.kv_elements_per_token * c.kv_bytes_per_element
 
 
-def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
-    """KV bytes of one sequence at `context` tokens: full-attention layers hold every token,
-    sliding-window layers at most W tokens."""
-    windowed = c.kv_window_elements_per_token * pl.min_horizontal(context, c.sliding_window_tokens).fill_null(0)
-    full = (c.kv_elements_per_token - c.kv_window_elements_per_token) * context
-    return (full + windowed) * c.kv_bytes_per_element
+def kv_full_bytes_per_token() -> pl.Expr:
+    """The part of kv_bytes_per_token in full-attention layers (every token stays cached)."""
+    return (c.kv_elements_per_token - c.kv_window_elements_per_token) * c.kv_bytes_per_element
+
+
+def kv_window_bytes_per_token() -> pl.Expr:
+    """The part of kv_bytes_per_token in sliding-window layers (at most W tokens stay cached)."""
+    return c.kv_window_elements_per_token * c.kv_bytes_per_element
 
 
 def kv_split() -> pl.Expr:
@@ -43,9 +48,9 @@ def kv_split() -> pl.Expr:
     return c.pp * pl.min_horizontal(c.tp, c.kv_heads)
 
 
-def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
-    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv))."""
-    return batch * kv_sequence_bytes(c.context_tokens) / kv_split()
+def kv_read_replicas() -> pl.Expr:
+    """Copies of each KV head that the tp ranks read per step: tp / min(tp, h_kv) (1 unless replicated)."""
+    return c.tp / pl.min_horizontal(c.tp, c.kv_heads)
 
 
 def activation_bytes_per_token() -> pl.Expr:
@@ -60,19 +65,9 @@ def activation_bytes_per_token() -> pl.Expr:
     return width * c.activation_bytes_per_element
 
 
-def prefill_chunk(batch: pl.Expr) -> pl.Expr:
-    """Tokens prefilled together: the batch's prompts, capped by the engine's chunk budget."""
-    return pl.min_horizontal(batch * c.input_tokens, c.prefill_chunk_tokens)
-
-
 def logits_bytes_per_sequence() -> pl.Expr:
     """fp32 logits of one sequence's next token, vocabulary split over tp: V x 4 / tp."""
     return c.vocab_size * 4.0 / c.tp
-
-
-def activation_bytes(batch: pl.Expr) -> pl.Expr:
-    """Peak workspace on one GPU: a prefill chunk's activations plus the batch's logits."""
-    return prefill_chunk(batch) * activation_bytes_per_token() + batch * logits_bytes_per_sequence()
 
 
 def overhead_bytes() -> pl.Expr:
@@ -86,6 +81,39 @@ def usable_memory_bytes() -> pl.Expr:
     return c.gpu_memory_bytes * (1 - c.memory_reserve_fraction)
 
 
+def free_bytes() -> pl.Expr:
+    """Usable memory left for KV cache and activations: usable - weights - overhead."""
+    return c.usable_memory_bytes - c.weight_bytes - c.overhead_bytes
+
+
+# -- per row ----------------------------------------------------------------------------------
+
+
+def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
+    """KV bytes of one sequence at `context` tokens, all layers: full-attention layers hold every
+    token, sliding-window layers at most W (min ignores W = null)."""
+    return c.kv_full_bytes_per_token * context + c.kv_window_bytes_per_token * pl.min_horizontal(
+        context, c.sliding_window_tokens
+    )
+
+
+def kv_context_bytes_per_sequence() -> pl.Expr:
+    """KV cache of one sequence at context_tokens on one GPU: KV(sequence) / (pp x min(tp, h_kv))."""
+    return kv_sequence_bytes(c.context_tokens) / c.kv_split
+
+
+def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
+    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv))."""
+    return batch * c.kv_context_bytes_per_sequence
+
+
+def activation_bytes(batch: pl.Expr) -> pl.Expr:
+    """Peak workspace on one GPU: one prefill chunk (the batch's prompts, capped by the engine's
+    chunk budget) plus the batch's logits."""
+    chunk = pl.min_horizontal(batch * c.input_tokens, c.prefill_chunk_tokens)
+    return chunk * c.activation_bytes_per_token + batch * c.logits_bytes_per_sequence
+
+
 def max_batch() -> pl.Expr:
     """Largest batch B whose memory fits: mem(B) = W + O + min(B S_in, C) a + B s <= U, where
     s = per-sequence KV + logits and a = activation bytes per prefill token, C the chunk budget.
@@ -93,11 +121,9 @@ def max_batch() -> pl.Expr:
     mem(B) rises with B and bends where B S_in reaches C, so: the answer past the bend,
     B2 = floor((U - W - O - C a) / s), holds if B2 S_in >= C; otherwise it lies before the bend,
     B1 = floor((U - W - O) / (S_in a + s)). Never negative (0 = not even one sequence fits)."""
-    free = c.usable_memory_bytes - c.weight_bytes - c.overhead_bytes
-    per_seq = kv_cache_bytes(pl.lit(1.0)) + logits_bytes_per_sequence()
-    a = activation_bytes_per_token()
-    past_bend = ((free - c.prefill_chunk_tokens * a) / per_seq).floor()
-    before_bend = (free / (c.input_tokens * a + per_seq)).floor()
+    per_seq = c.kv_context_bytes_per_sequence + c.logits_bytes_per_sequence
+    past_bend = ((c.free_bytes - c.prefill_chunk_tokens * c.activation_bytes_per_token) / per_seq).floor()
+    before_bend = (c.free_bytes / (c.input_tokens * c.activation_bytes_per_token + per_seq)).floor()
     b = pl.when(past_bend * c.input_tokens >= c.prefill_chunk_tokens).then(past_bend).otherwise(before_bend)
     return pl.max_horizontal(b, 0.0).cast(pl.Int64)
 

@@ -7,17 +7,24 @@ import polars as pl
 from llmsweep.columns import c
 
 
-def allreduce_s(tokens: pl.Expr) -> pl.Expr:
-    """Tensor-parallel communication of one forward pass over `tokens` tokens [s].
+def allreduce_fixed_s() -> pl.Expr:
+    """Latency part of one forward pass's tensor-parallel communication: two all-reduces per layer
+    (after attention and after the MLP), 2 x L x alpha. Zero when tp = 1."""
+    return pl.when(c.tp > 1).then(2 * c.layers * c.allreduce_latency_s).otherwise(0.0)
 
-    Two all-reduces per layer (after attention and after the MLP), each a ring all-reduce of the
-    activations (tokens x d x activation bytes): alpha + 2 (tp - 1) / tp x bytes / link bandwidth
-    (per direction). Zero when tp = 1. Pipeline stages pass activations point to point, which
-    is small against the all-reduces and is not counted.
-    """
-    message = tokens * c.hidden_size * c.activation_bytes_per_element
-    one = c.allreduce_latency_s + 2 * (c.tp - 1) / c.tp * message / c.link_bandwidth_bytes_per_s
-    return pl.when(c.tp > 1).then(2 * c.layers * one).otherwise(0.0)
+
+def allreduce_s_per_token() -> pl.Expr:
+    """Bandwidth part per token: a ring all-reduce moves 2 (tp - 1) / tp of the message (d x
+    activation bytes per token) over the per-direction link, twice per layer. Pipeline stages pass
+    activations point to point, which is small against the all-reduces and is not counted."""
+    per_token = 2 * c.layers * 2 * (c.tp - 1) / c.tp * c.hidden_size * c.activation_bytes_per_element
+    return pl.when(c.tp > 1).then(per_token / c.link_bandwidth_bytes_per_s).otherwise(0.0)
+
+
+def allreduce_s(tokens: pl.Expr) -> pl.Expr:
+    """Tensor-parallel communication of one forward pass over `tokens` tokens [s]:
+    2 L (alpha + 2 (tp - 1) / tp x tokens x d x bytes / link bandwidth)."""
+    return c.allreduce_fixed_s + tokens * c.allreduce_s_per_token
 
 
 def layout_reason() -> pl.Expr:
@@ -26,22 +33,35 @@ def layout_reason() -> pl.Expr:
     Rules as the engines enforce them (vLLM, TensorRT-LLM): tp divides the attention heads; tp
     and the KV heads divide one another (else heads cannot be split or replicated evenly);
     pp <= layers; tp x pp GPUs fit in one server (multi-node is not modelled); the GPU has a
-    link for tp > 1 and a published rate for the compute dtype; the context fits the model.
-    Messages are literals (the numbers are in the row), which keeps this cheap on large grids.
+    link for tp > 1 and a published rate for the compute dtype. Messages are literals (the
+    numbers are in the row).
     """
     rules = [
         (c.attention_heads % c.tp != 0, "tp does not divide the model's attention heads"),
         ((c.kv_heads % c.tp != 0) & (c.tp % c.kv_heads != 0), "tp and the model's KV heads do not divide one another"),
         (c.pp > c.layers, "pp exceeds the model's layers"),
-        (c.tp * c.pp > c.gpus_per_node, "tp x pp exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled"),
+        (
+            c.tp * c.pp > c.gpus_per_node,
+            "tp x pp exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled",
+        ),
         ((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null(), "no known interconnect bandwidth for tp > 1"),
         (c.peak_flops_per_s.is_null(), "no published peak rate for the compute dtype or any wider one"),
-        (c.context_tokens > c.max_context_tokens, "context_tokens exceeds the model's maximum context"),
     ]
     expr = pl.lit(None, dtype=pl.String)
     for condition, message in reversed(rules):
         expr = pl.when(condition).then(pl.lit(message)).otherwise(expr)
     return expr
+
+
+def row_reason() -> pl.Expr:
+    """The layout's reason, else a context longer than the model's, else memory that does not fit."""
+    return (
+        pl.when(c.layout_reason.is_not_null())
+        .then(c.layout_reason)
+        .when(c.context_tokens > c.max_context_tokens)
+        .then(pl.lit("context_tokens exceeds the model's maximum context"))
+        .otherwise(memory_reason())
+    )
 
 
 def memory_reason() -> pl.Expr:
