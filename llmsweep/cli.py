@@ -128,6 +128,96 @@ def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, o
         click.echo(result.text())
 
 
+def _progress(quiet: bool):
+    """Progress lines on stderr, only for a person watching a terminal."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    return lambda msg: click.echo(f"llmsweep: {msg}", err=True)
+
+
+FORMAT_LIST = "csv,parquet,xlsx,html,md"
+
+
+def _formats(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [v.strip().lower() for v in value.split(",") if v.strip()]
+    bad = [v for v in items if v not in FORMAT_LIST.split(",")]
+    if bad or not items:
+        raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {FORMAT_LIST}", param_hint="--format")
+    return items
+
+
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=True, path_type=str))
+@click.option("-o", "--out", "out_root", default="out", show_default=True, help="Folder that receives <name>/.")
+@click.option("--format", "fmt", default=None, help=f"Comma-separated subset of {FORMAT_LIST} (default: the sweep's).")
+@click.option("--profile", default=None, help="Override the sweep's efficiency profile (name or file).")
+@click.option(
+    "--max-rows",
+    default=5_000_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Refuse grids larger than this.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@_errors_to_exit
+def run(sweep, out_root, fmt, profile, max_rows, quiet):
+    """Expand a sweep file into estimates and write them to OUT/<name>/.
+
+    Writes estimates.csv, estimates.parquet, estimates.xlsx and manifest.json into a folder that
+    appears whole or not at all, and prints the paths it wrote.
+
+    \b
+    Examples:
+      llmsweep run sweeps/example.yaml
+      llmsweep run sweeps/procurement.yaml --format csv,parquet -o /tmp/out
+      llmsweep run sweeps/long-context.yaml --profile ideal
+    """
+    from llmsweep.pipeline import run as run_sweep
+
+    result = run_sweep(sweep, out_root, _formats(fmt), profile, max_rows, _progress(quiet))
+    for n in result.notes:
+        _note(n)
+    for f in result.files:
+        click.echo(str(f))
+    if not quiet:
+        click.echo(f"{result.rows:,} configurations", err=True)
+
+
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=True, path_type=str))
+@click.option("--max-rows", default=5_000_000, show_default=True, type=click.IntRange(min=1))
+@_errors_to_exit
+def validate(sweep, max_rows):
+    """Check a sweep file: every problem at once, or "OK: N configurations".
+
+    \b
+    Examples:
+      llmsweep validate sweeps/example.yaml
+    """
+    from llmsweep.spec import load
+
+    s = load(sweep, max_rows=max_rows)
+    for n in s.notes:
+        _note(n)
+    excluded = " before exclusions" if s.exclude or s.contexts else ""
+    click.echo(f"OK: {s.size:,} configurations{excluded}")
+
+
+@main.command()
+def schema():
+    """Print the JSON Schema of the sweep file, for editors.
+
+    \b
+    Examples:
+      llmsweep schema > sweep.schema.json
+    """
+    from llmsweep.spec import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
 def _catalog_command(kind: str):
     @click.argument("name", required=False)
     @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)

@@ -29,7 +29,8 @@ class Column:
     exported: bool = True  # written to estimates.csv / .parquet / .xlsx
 
 
-F, I, S, B = pl.Float64, pl.Int64, pl.String, pl.Boolean  # noqa: E741 - short dtype names keep the table readable
+# Text columns are categorical: a few distinct values repeated over millions of rows.
+F, I, S, B = pl.Float64, pl.Int64, pl.Categorical, pl.Boolean  # noqa: E741 - short names keep the table readable
 
 
 def _cols(kind: Kind, *rows: tuple) -> list[Column]:
@@ -316,6 +317,16 @@ COLUMNS: tuple[Column, ...] = tuple(
 )
 
 BY_NAME: dict[str, Column] = {col.name: col for col in COLUMNS}
+NUMERIC: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.dtype in (F, I) and col.kind != "derived")
+# Columns capacity planning adds when the sweep has a workload and costs (plan.py).
+PLAN_COLUMNS: tuple[str, ...] = (
+    "usd_per_hour",
+    "usd_per_million_output_tokens",
+    "usd_per_million_input_tokens",
+    "replicas",
+    "gpus_needed",
+)
+RANKABLE: tuple[str, ...] = NUMERIC + PLAN_COLUMNS
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
 SCHEMA: dict[str, pl.DataType] = {col.name: col.dtype for col in COLUMNS}  # type: ignore[misc]
 
@@ -330,6 +341,11 @@ class _ColumnRefs:
 
 
 c = _ColumnRefs()
+
+
+def text(value: str | None) -> pl.Expr:
+    """A literal for a text column (categorical, like the declared ones)."""
+    return pl.lit(value, dtype=pl.Categorical)
 
 
 def markdown_dictionary() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 
 class LlmsweepError(Exception):
@@ -39,3 +40,25 @@ def did_you_mean(name: str, candidates: Iterable[str], n: int = 2) -> list[str]:
         by_lower.setdefault(c.lower(), c)
     hits = difflib.get_close_matches(name.lower(), list(by_lower), n=n, cutoff=0.6)
     return [by_lower[h] for h in hits]
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int | None
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.path}: {self.message}"
+
+
+class SpecError(LlmsweepError):
+    """Every problem found in a sweep file, reported together."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        n = len(problems)
+        head = f"{n} problem{'s' if n != 1 else ''} in {problems[0].file}:" if problems else "invalid sweep"
+        super().__init__("\n".join([head, *(f"  {p}" for p in problems)]))

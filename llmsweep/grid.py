@@ -156,21 +156,66 @@ class GridParts:
     layouts: pl.LazyFrame
     lengths: pl.LazyFrame
     batches: pl.LazyFrame
+    keep: pl.Expr | None = None  # rows to keep (exclusion rules), None = all
+
+    def _filter(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        return frame if self.keep is None else frame.filter(self.keep)
 
     def frame(self) -> pl.LazyFrame:
         """The unestimated grid, one row per configuration."""
-        return self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS)
+        return self._filter(self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS))
 
-    def estimate(self) -> pl.LazyFrame:
-        """The estimated grid, each stage on the smallest table it needs."""
-        lengths = add_length_estimates(add_layout_estimates(self.layouts).join(self.lengths, **_CROSS))
-        return add_batch_estimates(lengths.join(self.batches, **_CROSS))
+    def estimate(self, chunk_rows: int | None = None) -> pl.LazyFrame:
+        """The estimated grid, each stage on the smallest table it needs. With `chunk_rows`, the
+        layouts are taken a slice at a time (each slice about that many rows), so a sink can stream
+        a grid far larger than memory."""
+        if chunk_rows is None:
+            return self._estimate(self.layouts)
+        layouts = self.layouts.collect()
+        per_layout = self.lengths.select(pl.len()).collect().item() * self.batches.select(pl.len()).collect().item()
+        step = max(1, chunk_rows // max(per_layout, 1))
+        return pl.concat(
+            [self._estimate(layouts.slice(i, step).lazy()) for i in range(0, max(layouts.height, 1), step)]
+        )
+
+    def _estimate(self, layouts: pl.LazyFrame) -> pl.LazyFrame:
+        lengths = add_length_estimates(add_layout_estimates(layouts).join(self.lengths, **_CROSS))
+        return add_batch_estimates(self._filter(lengths.join(self.batches, **_CROSS)))
 
 
 _CROSS = {"how": "cross", "maintain_order": "left_right"}
 
 
-def grid_parts(catalog: Catalog, axes: Axes, profile: Profile) -> GridParts:
+def keep_filter(exclude: Sequence[dict[str, Sequence]], contexts: Sequence[int] | None = None) -> pl.Expr | None:
+    """Rows to keep: not matched by any exclusion rule (a rule matches when every axis it names
+    has one of its values), and, for a `context` axis, input + output equal to a listed context."""
+    keep: list[pl.Expr] = []
+    for rule in exclude:
+        matched = [_matches(axis, values) for axis, values in rule.items()]
+        if matched:
+            keep.append(~pl.all_horizontal(matched))
+    if contexts is not None:
+        keep.append((pl.col("input_tokens") + pl.col("output_tokens")).is_in(list(contexts)))
+    return pl.all_horizontal(keep) if keep else None
+
+
+def _matches(axis: str, values: Sequence) -> pl.Expr:
+    if axis == "batch":
+        ints = [v for v in values if v != MAX]
+        hit = pl.col("batch").is_in(ints) & ~pl.col("batch_is_max")
+        return (hit | pl.col("batch_is_max")) if MAX in values else hit
+    if axis == "context":
+        return (pl.col("input_tokens") + pl.col("output_tokens")).is_in(list(values))
+    return pl.col(axis).is_in(list(values))
+
+
+def grid_parts(
+    catalog: Catalog,
+    axes: Axes,
+    profile: Profile,
+    exclude: Sequence[dict[str, Sequence]] = (),
+    contexts: Sequence[int] | None = None,
+) -> GridParts:
     rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
     left = {"how": "left", "maintain_order": "left"}
     layouts = (
@@ -194,7 +239,7 @@ def grid_parts(catalog: Catalog, axes: Axes, profile: Profile) -> GridParts:
             "batch_is_max": batch_is_max,
         }
     )
-    return GridParts(layouts, lengths, batches)
+    return GridParts(layouts, lengths, batches, keep_filter(exclude, contexts))
 
 
 def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:

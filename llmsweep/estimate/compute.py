@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.columns import c
+from llmsweep.columns import c, text
 from llmsweep.estimate.memory import kv_sequence_bytes
 from llmsweep.estimate.parallel import allreduce_s
 
@@ -161,8 +161,8 @@ def tpot_s() -> pl.Expr:
 
 def bound() -> pl.Expr:
     """The largest decode term names what limits the step (ties: memory, compute, communication)."""
-    roof = pl.when(c.decode_memory_s >= c.decode_compute_s).then(pl.lit("memory")).otherwise(pl.lit("compute"))
-    rest = pl.when(c.decode_comm_s >= c.decode_overhead_s).then(pl.lit("communication")).otherwise(pl.lit("overhead"))
+    roof = pl.when(c.decode_memory_s >= c.decode_compute_s).then(text("memory")).otherwise(text("compute"))
+    rest = pl.when(c.decode_comm_s >= c.decode_overhead_s).then(text("communication")).otherwise(text("overhead"))
     return (
         pl.when(
             pl.max_horizontal(c.decode_memory_s, c.decode_compute_s)

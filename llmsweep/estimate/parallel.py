@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.columns import c
+from llmsweep.columns import c, text
 
 
 def allreduce_fixed_s() -> pl.Expr:
@@ -47,9 +47,9 @@ def layout_reason() -> pl.Expr:
         ((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null(), "no known interconnect bandwidth for tp > 1"),
         (c.peak_flops_per_s.is_null(), "no published peak rate for the compute dtype or any wider one"),
     ]
-    expr = pl.lit(None, dtype=pl.String)
+    expr = text(None)
     for condition, message in reversed(rules):
-        expr = pl.when(condition).then(pl.lit(message)).otherwise(expr)
+        expr = pl.when(condition).then(text(message)).otherwise(expr)
     return expr
 
 
@@ -59,7 +59,7 @@ def row_reason() -> pl.Expr:
         pl.when(c.layout_reason.is_not_null())
         .then(c.layout_reason)
         .when(c.context_tokens > c.max_context_tokens)
-        .then(pl.lit("context_tokens exceeds the model's maximum context"))
+        .then(text("context_tokens exceeds the model's maximum context"))
         .otherwise(memory_reason())
     )
 
@@ -67,5 +67,5 @@ def row_reason() -> pl.Expr:
 def memory_reason() -> pl.Expr:
     """The row does not fit (memory_per_gpu_bytes and usable_memory_bytes say by how much)."""
     return pl.when(c.memory_per_gpu_bytes > c.usable_memory_bytes).then(
-        pl.lit("does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes")
+        text("does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes")
     )

@@ -1,0 +1,104 @@
+"""Writers for the result files: CSV, Parquet, XLSX and manifest.json, all into a folder that
+appears whole or not at all (`atomic_folder`). Same input, same bytes out: no timestamps."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+
+from llmsweep.columns import BY_NAME
+from llmsweep.errors import LlmsweepError
+
+XLSX_MAX_ROWS = 100_000  # beyond this a spreadsheet is the wrong tool: use the CSV or Parquet
+_XLSX_FORMATS = {
+    "bytes": "#,##0",
+    "bytes/s": "#,##0",
+    "FLOP": "0.00E+00",
+    "FLOP/s": "0.00E+00",
+    "FLOP/byte": "#,##0.0",
+    "s": "0.000000",
+    "tokens/s": "#,##0.0",
+    "fraction": "0.00",
+    "W": "#,##0",
+    "parameters": "#,##0",
+    "experts": "0.00",
+}
+
+
+@contextlib.contextmanager
+def atomic_folder(target: Path) -> Iterator[Path]:
+    """Yield a temporary folder beside `target`; on success it replaces `target`, on any failure
+    (or interrupt) it is removed and `target` keeps its previous contents."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should look like any folder
+    try:
+        yield tmp
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_csv(frame: pl.LazyFrame, path: Path) -> None:
+    """Plain numbers (full precision), a header of documented column names, true/false, empty = null."""
+    frame.sink_csv(path, include_header=True, null_value="")
+
+
+def write_parquet(frame: pl.LazyFrame, path: Path) -> None:
+    frame.sink_parquet(path, compression="zstd", statistics=True)
+
+
+def write_xlsx(frame: pl.DataFrame, path: Path, sheet: str = "estimates") -> None:
+    """For finance: column names, then a row of units, a frozen header, number formats by unit."""
+    import xlsxwriter
+
+    if frame.height > XLSX_MAX_ROWS:
+        raise LlmsweepError(
+            f"{frame.height:,} rows is more than an XLSX sheet should hold (limit {XLSX_MAX_ROWS:,}); "
+            "use the CSV or Parquet, or leave xlsx out of --format"
+        )
+    wb = xlsxwriter.Workbook(str(path), {"constant_memory": True, "nan_inf_to_errors": True})
+    wb.set_properties({"created": dt.datetime(2000, 1, 1)})  # fixed: same input, same bytes
+    ws = wb.add_worksheet(sheet)
+    bold = wb.add_format({"bold": True, "bottom": 1})
+    unit_fmt = wb.add_format({"italic": True, "font_color": "#555555"})
+    formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
+    cols = frame.columns
+    for j, name in enumerate(cols):
+        col = BY_NAME.get(name)
+        ws.write_string(0, j, name, bold)
+        ws.write_string(1, j, col.unit if col else "", unit_fmt)
+        ws.set_column(j, j, max(10, min(len(name) + 2, 28)), formats.get(col.unit) if col else None)
+    ws.freeze_panes(2, 0)
+    for i, row in enumerate(frame.iter_rows(), start=2):
+        for j, v in enumerate(row):
+            if v is None:
+                continue
+            if isinstance(v, bool):
+                ws.write_boolean(i, j, v)
+            elif isinstance(v, int | float):
+                ws.write_number(i, j, v)
+            else:
+                ws.write_string(i, j, str(v))
+    wb.close()
+
+
+def write_manifest(manifest: dict, path: Path) -> None:
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")

@@ -1,0 +1,508 @@
+"""The sweep file: YAML -> a validated, frozen `SweepSpec` -> a resolved `Sweep`.
+
+Every problem in the file is collected and reported together as `file:line: key.path: message`
+(unknown keys and names come with a did-you-mean). See DESIGN.md §3 for the format; the JSON
+Schema (`llmsweep schema`) is generated from the models below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
+from llmsweep.catalog.architecture import load_config_file, read_config
+from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
+from llmsweep.grid import MAX, Axes
+from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
+
+DEFAULT_MAX_ROWS = 5_000_000
+AXES = ("gpu", "model", "precision", "kv_precision", "input_tokens", "context", "output_tokens", "batch", "tp", "pp")
+FORMATS = ("csv", "parquet", "xlsx", "html", "md")
+
+
+def _as_list(v: Any) -> Any:
+    """An axis may be written as one value instead of a list of one."""
+    return v if isinstance(v, list) else [v]
+
+
+def _axis(item: Any, description: str, default: list | None = None) -> Any:
+    kwargs = {"min_length": 1, "description": description}
+    if default is None:
+        return Annotated[list[item], BeforeValidator(_as_list), Field(**kwargs)]
+    return Annotated[list[item], BeforeValidator(_as_list), Field(default=default, **kwargs)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+PositiveTokens = Annotated[int, Field(gt=0)]
+
+
+class GridSpec(_Strict):
+    """Every list is an axis; the grid is their product."""
+
+    gpu: _axis(str, "GPU ids or names (see `llmsweep gpus`), or ids defined under `gpus:`.")  # type: ignore[valid-type]
+    model: _axis(str, "Hugging Face ids or aliases (see `llmsweep models`), or names under `models:`.")  # type: ignore[valid-type]
+    precision: _axis(str, "Weight formats (see `llmsweep precisions`; any '<N>bpw').", ["bf16"])  # type: ignore[valid-type]
+    kv_precision: _axis(str, "KV-cache formats; auto = the 16-bit activation dtype.", ["auto"])  # type: ignore[valid-type]
+    input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
+    context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
+    output_tokens: _axis(PositiveTokens, "Generated tokens per request.", [256])  # type: ignore[valid-type]
+    batch: _axis(
+        Annotated[int, Field(gt=0)] | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1]
+    )  # type: ignore[valid-type]
+    tp: _axis(Annotated[int, Field(gt=0)], "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
+    pp: _axis(Annotated[int, Field(gt=0)], "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _one_length_axis(self) -> GridSpec:
+        if self.input_tokens is not None and self.context is not None:
+            raise ValueError("give either input_tokens or context, not both")
+        return self
+
+
+class WorkloadSpec(_Strict):
+    """Traffic to plan capacity for (used by capacity planning)."""
+
+    requests_per_s: float | None = Field(None, gt=0, description="Average requests per second.")
+    tokens_per_day: float | None = Field(None, gt=0, description="Average output tokens per day (instead).")
+    input_tokens: PositiveTokens | None = Field(None, description="Prompt length of a typical request.")
+    output_tokens: PositiveTokens | None = Field(None, description="Output length of a typical request.")
+    peak_factor: float = Field(1.0, ge=1, description="Peak load / average load.")
+    headroom: float = Field(0.2, ge=0, le=10, description="Spare capacity on top of the peak (0.2 = 20 %).")
+    redundancy: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
+        0, description="Spare replicas: 0, 1, ... or 'n+1'."
+    )
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> WorkloadSpec:
+        if (self.requests_per_s is None) == (self.tokens_per_day is None):
+            raise ValueError("give exactly one of requests_per_s or tokens_per_day")
+        return self
+
+
+class SloSpec(_Strict):
+    """Latency targets; any subset."""
+
+    ttft_s: float | None = Field(None, gt=0, description="Time to first token, seconds.")
+    tpot_s: float | None = Field(None, gt=0, description="Time per output token, seconds.")
+    request_latency_s: float | None = Field(None, gt=0, description="Whole-request latency, seconds.")
+
+
+class CostSpec(_Strict):
+    """Prices for one GPU: rented (usd_per_gpu_hour) or bought (purchase_usd ...)."""
+
+    usd_per_gpu_hour: float | None = Field(None, ge=0, description="Rental price per GPU-hour (on-demand).")
+    usd_per_gpu_hour_reserved: float | None = Field(None, ge=0, description="Reserved/committed price per GPU-hour.")
+    purchase_usd: float | None = Field(None, ge=0, description="Purchase price per GPU.")
+    purchase_usd_per_server: float | None = Field(None, ge=0, description="Purchase price per server (all its GPUs).")
+    amortization_years: float = Field(4, gt=0, description="Years over which a purchase is written off.")
+    power_usd_per_kwh: float = Field(0.12, ge=0, description="Electricity price.")
+    pue: float = Field(1.3, ge=1, description="Data-centre power usage effectiveness.")
+    power_utilization: float = Field(0.7, gt=0, le=1, description="Average share of TDP drawn.")
+    hosting_usd_per_kw_month: float = Field(0, ge=0, description="Colocation price per kW per month.")
+
+    @model_validator(mode="after")
+    def _rent_or_buy(self) -> CostSpec:
+        if self.usd_per_gpu_hour is None and self.purchase_usd is None and self.purchase_usd_per_server is None:
+            raise ValueError("give usd_per_gpu_hour (rent) or purchase_usd / purchase_usd_per_server (buy)")
+        return self
+
+
+class ReportSpec(_Strict):
+    formats: list[Literal["csv", "parquet", "xlsx", "html", "md"]] = Field(
+        default=list(FORMATS), min_length=1, description="Files to write."
+    )
+    top_n: int = Field(10, gt=0, description="Recommendations per model.")
+
+
+class SweepSpec(_Strict):
+    """A sweep file (DESIGN.md §3)."""
+
+    name: str = Field(pattern=r"^[a-z0-9._-]+$", max_length=100, description="Folder name under out/.")
+    title: str | None = Field(None, description="Title for the reports.")
+    grid: GridSpec
+    exclude: list[dict[str, Any]] = Field(default=[], description="Rules that drop combinations: {axis: value(s)}.")
+    gpus: dict[str, dict[str, Any]] = Field(default={}, description="Extra or overridden GPUs (catalog fields).")
+    models: dict[str, dict[str, Any]] = Field(
+        default={}, description="Extra models: {config: path/to/config.json} or inline config.json fields."
+    )
+    workload: WorkloadSpec | None = None
+    slo: SloSpec | None = None
+    costs: dict[str, CostSpec] = Field(default={}, description="Prices per GPU (ids or names).")
+    rank_by: str = Field("usd_per_million_output_tokens", description="Numeric column that ranks the options.")
+    profile: str = Field("default", description="Efficiency profile: ideal, default, or a profile file.")
+    report: ReportSpec = ReportSpec()
+
+
+# -- resolution -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep with every name resolved: what the pipeline runs."""
+
+    spec: SweepSpec
+    file: str
+    text: str
+    sha256: str
+    catalog: Catalog  # the packaged catalog plus the sweep's own GPUs and models
+    axes: Axes
+    exclude: tuple[dict[str, tuple], ...]
+    contexts: tuple[int, ...] | None  # the `context` axis, when given instead of input_tokens
+    profile: Profile
+    profile_name: str
+    notes: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Rows before exclusions: the product of the axes (with `context` in place of input_tokens)."""
+        if self.contexts is None:
+            return self.axes.size
+        return self.axes.size // len(self.axes.input_tokens) * len(self.contexts)
+
+
+def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel], prefix: KeyPath = ()) -> list[Problem]:
+    """One problem per location; alternatives of a union (e.g. batch: N or max) are joined with 'or'."""
+    by_loc: dict[KeyPath, list[str]] = {}
+    for err in e.errors():
+        loc: KeyPath = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        if err["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            known = _fields_at(model, loc[:-1])
+            hint = did_you_mean(key, known, n=1)
+            msg = f"unknown key {key!r}" + (f"; did you mean {hint[0]!r}?" if hint else f" (known: {', '.join(known)})")
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] != "value_error" and not isinstance(err.get("input"), dict | list):
+                msg += f" (got {err['input']!r})"
+        by_loc.setdefault(loc, [])
+        if msg not in by_loc[loc]:
+            by_loc[loc].append(msg)
+    return [doc.problem((*prefix, *loc), " or ".join(msgs)) for loc, msgs in by_loc.items()]
+
+
+def _is_union_tag(part: str | int) -> bool:
+    """pydantic adds the member type of a union to error locations ('int', "literal['max']", ...)."""
+    return isinstance(part, str) and (part in {"int", "str", "float", "bool"} or any(ch in part for ch in "[(-"))
+
+
+def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:
+    """Field names of the sub-model at `loc` (for did-you-mean on unknown keys)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        ann = field.annotation
+        args = [a for a in getattr(ann, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            current = ann
+        elif args:
+            current = args[-1]
+        else:
+            current = None
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+class _Resolver:
+    """Resolves the names in a validated spec, collecting problems instead of stopping."""
+
+    def __init__(self, doc: YamlDoc, spec: SweepSpec, base: Path):
+        self.doc, self.spec, self.base = doc, spec, base
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.catalog = self._extend_catalog(load_catalog())
+
+    def fail(self, path: KeyPath, message: str) -> None:
+        self.problems.append(self.doc.problem(path, message))
+
+    def _path(self, text: str) -> Path:
+        p = Path(text).expanduser()
+        return p if p.is_absolute() else self.base / p
+
+    def _extend_catalog(self, catalog: Catalog) -> Catalog:
+        gpus, models = dict(catalog.gpus), dict(catalog.models)
+        for gid, fields in self.spec.gpus.items():
+            path: KeyPath = ("gpus", gid)
+            existing = catalog.resolve_gpu(gid).id if gid in catalog._index("gpu") else None
+            data = {**catalog.gpu(existing).model_dump(), **fields} if existing else {"name": gid, **fields}
+            if existing:
+                data["dense_tflops"] = {
+                    **catalog.gpu(existing).dense_tflops.model_dump(),
+                    **fields.get("dense_tflops", {}),
+                }
+            try:
+                gpu = Gpu.model_validate(data)
+            except ValidationError as e:
+                self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
+                continue
+            gpus[existing or gid] = gpu.model_copy(
+                update={"sources": [*gpu.sources, {"ref": "sweep", "source": f"{self.doc.file}: gpus.{gid}"}]}
+            )
+        for mid, fields in self.spec.models.items():
+            path = ("models", mid)
+            meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}
+            try:
+                if "config" in fields:
+                    extra = sorted(set(fields) - {"config", "name", "license", "aliases"})
+                    if extra:
+                        self.fail(
+                            (*path, extra[0]), "give either `config:` (a config.json path) or inline config fields"
+                        )
+                        continue
+                    cfg, _ = load_config_file(self._path(str(fields["config"])))
+                    source = f"config.json at {fields['config']}"
+                else:
+                    cfg = {k: v for k, v in fields.items() if k not in meta}
+                    read_config(cfg, where=f"models.{mid}")
+                    source = f"{self.doc.file}: models.{mid}"
+            except LlmsweepError as e:
+                self.fail((*path, "config") if "config" in fields else path, str(e))
+                continue
+            models[mid] = ModelEntry(
+                name=meta.get("name", mid),
+                config=cfg,
+                license=meta.get("license", "unknown: check the model card"),
+                aliases=list(meta.get("aliases", [])),
+                sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
+            )
+        return replace(catalog, gpus=gpus, models=models)
+
+    def names(self, axis: str, values: list[str], kind: str) -> list[str]:
+        resolve = getattr(self.catalog, f"resolve_{kind}")
+        out: list[str] = []
+        first: dict[str, int] = {}
+        for i, name in enumerate(values):
+            if kind == "precision" and axis == "kv_precision" and str(name).strip().lower() == "auto":
+                rid = "auto"
+            else:
+                try:
+                    r = resolve(str(name))
+                except LlmsweepError as e:
+                    self.fail(("grid", axis, i), str(e))
+                    continue
+                rid = r.id
+                if r.note:
+                    self.notes.append(r.note)
+                if kind == "model":
+                    try:
+                        self.catalog.model(rid)
+                    except LlmsweepError as e:
+                        self.fail(("grid", axis, i), str(e))
+                        continue
+            if rid in first:
+                self.fail(("grid", axis, i), f"{name!r} repeats grid.{axis}[{first[rid]}] (both are {rid})")
+                continue
+            first[rid] = i
+            out.append(rid)
+        return out
+
+    def numbers(self, axis: str, values: list) -> list:
+        first: dict[Any, int] = {}
+        out = []
+        for i, v in enumerate(values):
+            if v in first:
+                self.fail(("grid", axis, i), f"{v!r} repeats grid.{axis}[{first[v]}]")
+                continue
+            first[v] = i
+            out.append(v)
+        return out
+
+
+def load(
+    path: str | Path,
+    *,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    profile: str | None = None,
+) -> Sweep:
+    """Read, validate and resolve a sweep file. Raises SpecError listing every problem."""
+    doc = load_yaml(path)
+    problems = list(doc.problems)
+    data = doc.data
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else f"a {type(data).__name__}"
+        problems.append(Problem(doc.file, 1, "(top level)", f"expected a mapping of sweep keys, got {got}"))
+        raise SpecError(problems)
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as e:
+        problems.extend(_pydantic_problems(doc, e, SweepSpec))
+        problems.extend(_precheck_names(doc, data))
+        raise SpecError(_dedupe(problems)) from None
+    r = _Resolver(doc, spec, Path(path).resolve().parent)
+    g = spec.grid
+    gpus = r.names("gpu", g.gpu, "gpu")
+    models = r.names("model", g.model, "model")
+    precisions = r.names("precision", g.precision, "precision")
+    kv = r.names("kv_precision", g.kv_precision, "precision")
+    outputs = r.numbers("output_tokens", g.output_tokens)
+    if g.context is not None:
+        contexts = r.numbers("context", g.context)
+        inputs = sorted({ctx - out for ctx in contexts for out in outputs})
+        bad = [(i, ctx) for i, ctx in enumerate(g.context) if ctx <= max(outputs, default=0)]
+        for i, ctx in bad:
+            r.fail(("grid", "context", i), f"context {ctx} must exceed every output_tokens value (max {max(outputs)})")
+    else:
+        contexts = None
+        inputs = r.numbers("input_tokens", g.input_tokens or [1024])
+    axes = Axes(
+        gpu=gpus,
+        model=models,
+        precision=precisions,
+        kv_precision=kv,
+        input_tokens=inputs,
+        output_tokens=outputs,
+        batch=r.numbers("batch", g.batch),
+        tp=r.numbers("tp", g.tp),
+        pp=r.numbers("pp", g.pp),
+    )
+    exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    for gpu_name in spec.costs:
+        try:
+            r.catalog.resolve_gpu(gpu_name)
+        except LlmsweepError as e:
+            r.fail(("costs", gpu_name), str(e))
+    profile_name = profile or spec.profile
+    prof = None
+    try:
+        prof = r.catalog.profile(
+            profile_name if profile or profile_name in r.catalog.profiles else str(r._path(profile_name))
+        )
+    except LlmsweepError as e:
+        r.fail(("profile",), str(e))
+    _check_rank_by(r, spec.rank_by)
+    problems.extend(r.problems)
+    size = axes.size if contexts is None else axes.size // max(len(inputs), 1) * len(contexts)
+    if not problems and size > max_rows:
+        dims = " x ".join(f"{len(v)} {k}" for k, v in _axis_sizes(axes, contexts).items())
+        problems.append(
+            Problem(
+                doc.file,
+                doc.line(("grid",)),
+                "grid",
+                f"the grid has {size:,} configurations ({dims}), more than --max-rows {max_rows:,}; "
+                "shrink an axis, add `exclude` rules, or raise --max-rows",
+            )
+        )
+    if problems:
+        raise SpecError(_dedupe(problems))
+    return Sweep(
+        spec=spec,
+        file=doc.file,
+        text=doc.text,
+        sha256=hashlib.sha256(doc.text.encode()).hexdigest(),
+        catalog=r.catalog,
+        axes=axes,
+        exclude=exclude,
+        contexts=tuple(contexts) if contexts is not None else None,
+        profile=prof,  # type: ignore[arg-type]
+        profile_name=profile_name,
+        notes=tuple(dict.fromkeys(r.notes)),
+    )
+
+
+def _axis_sizes(axes: Axes, contexts: list | None) -> dict[str, list]:
+    sizes = {
+        "gpu": axes.gpu,
+        "model": axes.model,
+        "precision": axes.precision,
+        "kv_precision": axes.kv_precision,
+        "context" if contexts is not None else "input_tokens": contexts if contexts is not None else axes.input_tokens,
+        "output_tokens": axes.output_tokens,
+        "batch": axes.batch,
+        "tp": axes.tp,
+        "pp": axes.pp,
+    }
+    return {k: v for k, v in sizes.items() if len(v) > 1} or {"gpu": axes.gpu}
+
+
+def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
+    out: dict[str, tuple] = {}
+    if not rule:
+        r.fail(("exclude", i), "an empty rule would drop every configuration; name at least one axis")
+    for key, value in rule.items():
+        path: KeyPath = ("exclude", i, key)
+        if key not in AXES:
+            hint = did_you_mean(str(key), AXES, n=1)
+            r.fail(
+                path,
+                f"unknown axis {key!r}" + (f"; did you mean {hint[0]!r}?" if hint else f" (axes: {', '.join(AXES)})"),
+            )
+            continue
+        values = value if isinstance(value, list) else [value]
+        resolved = []
+        for v in values:
+            if key in ("gpu", "model", "precision") or (key == "kv_precision" and str(v).lower() != "auto"):
+                kind = "precision" if key == "kv_precision" else key
+                try:
+                    resolved.append(getattr(r.catalog, f"resolve_{kind}")(str(v)).id)
+                except LlmsweepError as e:
+                    r.fail(path, str(e))
+            elif key == "kv_precision":
+                resolved.append("auto")
+            elif key == "batch" and v == MAX:
+                resolved.append(MAX)
+            elif isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                resolved.append(v)
+            else:
+                r.fail(path, f"expected a positive integer{' or max' if key == 'batch' else ''}, got {v!r}")
+        out[key] = tuple(resolved)
+    return out
+
+
+def _check_rank_by(r: _Resolver, column: str) -> None:
+    from llmsweep.columns import RANKABLE
+
+    if column not in RANKABLE:
+        hint = did_you_mean(column, RANKABLE, n=1)
+        r.fail(("rank_by",), f"{column!r} is not a numeric column" + (f"; did you mean {hint[0]!r}?" if hint else ""))
+
+
+def _precheck_names(doc: YamlDoc, data: dict) -> list[Problem]:
+    """Name problems in the grid, reported even when other parts of the file are invalid."""
+    grid = data.get("grid")
+    if not isinstance(grid, dict):
+        return []
+    catalog = load_catalog()
+    extra = {"gpu": set(data.get("gpus") or {}), "model": set(data.get("models") or {})}
+    problems = []
+    for axis, kind in (("gpu", "gpu"), ("model", "model"), ("precision", "precision")):
+        values = grid.get(axis)
+        for i, v in enumerate(values if isinstance(values, list) else [values] if values is not None else []):
+            if not isinstance(v, str) or v in extra.get(kind, ()):
+                continue
+            try:
+                getattr(catalog, f"resolve_{kind}")(v)
+            except LlmsweepError as e:
+                path: KeyPath = ("grid", axis, i) if isinstance(values, list) else ("grid", axis)
+                problems.append(doc.problem(path, str(e)))
+    return problems
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    return sorted(dict.fromkeys(problems), key=lambda p: (p.line if p.line is not None else math.inf, p.path))
+
+
+def json_schema() -> dict:
+    """JSON Schema of the sweep file, for editors (`llmsweep schema`)."""
+    schema = SweepSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "llmsweep sweep file"
+    return schema
+
+
+__all__ = ["AXES", "DEFAULT_MAX_ROWS", "Sweep", "SweepSpec", "format_path", "json_schema", "load"]
