@@ -18,12 +18,40 @@ import textwrap
 import time
 from pathlib import Path
 
-GPUS = ["h100-sxm", "h200-sxm", "a100-80gb-sxm", "a100-40gb-sxm", "b200", "l40s", "l4", "mi300x", "mi325x",
-        "gaudi3", "rtx-4090", "rtx-5090", "rtx-6000-ada", "a10g", "m2-ultra", "h100-pcie", "h100-nvl", "l40",
-        "rtx-3090", "gb200"]
-MODELS = ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "meta-llama/Llama-2-7b-hf", "Qwen/Qwen2.5-7B",
-          "Qwen/Qwen2.5-32B", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen3-30B-A3B", "google/gemma-2-9b",
-          "openai/gpt-oss-20b", "mistralai/Mistral-7B-v0.1"]
+GPUS = [
+    "h100-sxm",
+    "h200-sxm",
+    "a100-80gb-sxm",
+    "a100-40gb-sxm",
+    "b200",
+    "l40s",
+    "l4",
+    "mi300x",
+    "mi325x",
+    "gaudi3",
+    "rtx-4090",
+    "rtx-5090",
+    "rtx-6000-ada",
+    "a10g",
+    "m2-ultra",
+    "h100-pcie",
+    "h100-nvl",
+    "l40",
+    "rtx-3090",
+    "gb200",
+]
+MODELS = [
+    "meta-llama/Llama-3.1-8B",
+    "meta-llama/Llama-3.1-70B",
+    "meta-llama/Llama-2-7b-hf",
+    "Qwen/Qwen2.5-7B",
+    "Qwen/Qwen2.5-32B",
+    "mistralai/Mixtral-8x7B-v0.1",
+    "Qwen/Qwen3-30B-A3B",
+    "google/gemma-2-9b",
+    "openai/gpt-oss-20b",
+    "mistralai/Mistral-7B-v0.1",
+]
 
 
 def sweep_yaml(name: str, inputs: list[int], outputs: list[int], batch: list) -> str:
@@ -42,8 +70,11 @@ def sweep_yaml(name: str, inputs: list[int], outputs: list[int], batch: list) ->
 
 
 SIZES = {  # 20 GPUs x 10 models x 5 precisions x 4 tp = 4,000 layouts
-    "1M": ([128, 256, 512, 1024, 2048, 4096, 8192, 16384], [64, 128, 256, 512, 1024, 2048, 4096, 8192],
-           [1, 2, 4, 'max']),  # x 8 x 8 x 4 = 1,024,000
+    "1M": (
+        [128, 256, 512, 1024, 2048, 4096, 8192, 16384],
+        [64, 128, 256, 512, 1024, 2048, 4096, 8192],
+        [1, 2, 4, "max"],
+    ),  # x 8 x 8 x 4 = 1,024,000
     "10M": ([2**k for k in range(6, 16)], [2**k for k in range(4, 14)], [*range(1, 25), "max"]),  # x 10 x 10 x 25
 }
 
@@ -53,7 +84,7 @@ def child_run(path: Path, out: Path, formats: str) -> tuple[float, float]:
         import resource, time
         from llmsweep.pipeline import run
         t = time.perf_counter()
-        r = run({str(path)!r}, {str(out)!r}, formats={formats.split(',')!r}, max_rows=20_000_000)
+        r = run({str(path)!r}, {str(out)!r}, formats={formats.split(",")!r}, max_rows=20_000_000)
         print(time.perf_counter() - t, r.rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6)
         """)
     out_text = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
@@ -76,14 +107,20 @@ def main() -> None:
             rows = sweep.size
             if label == "1M":
                 best = min(_timed(lambda: compute(sweep).collect()) for _ in range(3))
-                print(f"{label}: estimate step        {rows:>11,} rows  {best:6.2f} s  {rows / best / 1e6:5.2f} M rows/s")
+                print(
+                    f"{label}: estimate step        {rows:>11,} rows  {best:6.2f} s  {rows / best / 1e6:5.2f} M rows/s"
+                )
                 seconds, peak = child_run(path, Path(tmp) / "out", "csv,parquet")
-                print(f"{label}: run to CSV + Parquet {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
-                      f"  peak RSS {peak:.2f} GB")
+                print(
+                    f"{label}: run to CSV + Parquet {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
+                    f"  peak RSS {peak:.2f} GB"
+                )
             else:
                 seconds, peak = child_run(path, Path(tmp) / "out", "parquet")
-                print(f"{label}: run to Parquet       {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
-                      f"  peak RSS {peak:.2f} GB")
+                print(
+                    f"{label}: run to Parquet       {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
+                    f"  peak RSS {peak:.2f} GB"
+                )
 
 
 def _timed(fn) -> float:

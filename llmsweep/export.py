@@ -80,13 +80,13 @@ def write_xlsx(frame: pl.DataFrame, path: Path, sheet: str = "estimates") -> Non
     bold = wb.add_format({"bold": True, "bottom": 1})
     unit_fmt = wb.add_format({"italic": True, "font_color": "#555555"})
     formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
-    cols = frame.columns
-    for j, name in enumerate(cols):
-        col = BY_NAME.get(name)
-        ws.write_string(0, j, name, bold)
-        ws.write_string(1, j, col.unit if col else "", unit_fmt)
+    cols = [BY_NAME.get(name) for name in frame.columns]
+    for j, (name, col) in enumerate(zip(frame.columns, cols, strict=True)):
         ws.set_column(j, j, max(10, min(len(name) + 2, 28)), formats.get(col.unit) if col else None)
     ws.freeze_panes(2, 0)
+    # constant_memory writes row by row: the names, then the units, then the data
+    ws.write_row(0, 0, frame.columns, bold)
+    ws.write_row(1, 0, [col.unit if col else "" for col in cols], unit_fmt)
     for i, row in enumerate(frame.iter_rows(), start=2):
         for j, v in enumerate(row):
             if v is None:

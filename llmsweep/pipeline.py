@@ -99,36 +99,32 @@ def run(
     say(f"estimating up to {sweep.size:,} configurations")
     frame = compute(sweep, CHUNK_ROWS)
     target = Path(out_root) / sweep.spec.name
-    written: list[str] = []
     with atomic_folder(target) as tmp:
-        if "parquet" in wanted or "xlsx" in wanted or "csv" in wanted:
-            parquet = tmp / "estimates.parquet"
-            say("writing estimates.parquet")
-            write_parquet(frame, parquet)
-            table = pl.scan_parquet(parquet)  # later formats read the written file, not the grid again
-            rows = table.select(pl.len()).collect().item()
-            if "csv" in wanted:
-                say("writing estimates.csv")
-                write_csv(table, tmp / "estimates.csv")
-                written.append("estimates.csv")
-            if "parquet" in wanted:
-                written.append("estimates.parquet")
-            else:
-                parquet.unlink()
-            if "xlsx" in wanted:
-                if rows > XLSX_MAX_ROWS and formats is None:
-                    notes.append(f"estimates.xlsx not written: {rows:,} rows exceed the {XLSX_MAX_ROWS:,}-row limit")
-                else:
-                    say("writing estimates.xlsx")
-                    write_xlsx(table.collect(), tmp / "estimates.xlsx")
-                    written.append("estimates.xlsx")
-        else:
-            rows = frame.select(pl.len()).collect().item()
-        for fmt in wanted:
-            if fmt not in TABLE_FORMATS:
-                notes.append(f"{fmt} reports are not available in llmsweep {__version__} yet")
+        tables = [f for f in wanted if f in TABLE_FORMATS]
+        parquet = tmp / "estimates.parquet"
+        say("estimating and writing estimates.parquet")
+        write_parquet(frame, parquet)  # streamed; the other tables read this file, not the grid again
+        table = pl.scan_parquet(parquet)
+        rows = table.select(pl.len()).collect().item()
         if rows == 0:
             raise LlmsweepError(f"{sweep.file}: the exclusion rules leave no configuration to estimate")
+        if "csv" in tables:
+            say("writing estimates.csv")
+            write_csv(table, tmp / "estimates.csv")
+        if "xlsx" in tables and rows > XLSX_MAX_ROWS and formats is None:
+            notes.append(f"estimates.xlsx not written: {rows:,} rows exceed the {XLSX_MAX_ROWS:,}-row limit")
+            tables.remove("xlsx")
+        elif "xlsx" in tables:
+            say("writing estimates.xlsx")
+            write_xlsx(table.collect(), tmp / "estimates.xlsx")
+        if "parquet" not in tables:
+            parquet.unlink()
+        written = [f"estimates.{f}" for f in TABLE_FORMATS if f in tables]
+        notes.extend(
+            f"{fmt} reports are not available in llmsweep {__version__} yet"
+            for fmt in wanted
+            if fmt not in TABLE_FORMATS
+        )
         written.append("manifest.json")
         write_manifest(manifest(sweep, rows, written, notes), tmp / "manifest.json")
     return RunResult(target, tuple(target / f for f in written), rows, tuple(notes))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -172,6 +173,7 @@ class Sweep:
 def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel], prefix: KeyPath = ()) -> list[Problem]:
     """One problem per location; alternatives of a union (e.g. batch: N or max) are joined with 'or'."""
     by_loc: dict[KeyPath, list[str]] = {}
+    got: dict[KeyPath, str] = {}
     for err in e.errors():
         loc: KeyPath = tuple(p for p in err["loc"] if not _is_union_tag(p))
         if err["type"] == "extra_forbidden":
@@ -184,16 +186,19 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
         else:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] != "value_error" and not isinstance(err.get("input"), dict | list):
-                msg += f" (got {err['input']!r})"
+                got[loc] = f" (got {err['input']!r})"
         by_loc.setdefault(loc, [])
         if msg not in by_loc[loc]:
             by_loc[loc].append(msg)
-    return [doc.problem((*prefix, *loc), " or ".join(msgs)) for loc, msgs in by_loc.items()]
+    return [doc.problem((*prefix, *loc), " or ".join(msgs) + got.get(loc, "")) for loc, msgs in by_loc.items()]
+
+
+_UNION_TAG = re.compile(r"^(int|str|float|bool|none|constrained-\w+|[a-z_-]+\[.*\])$")
 
 
 def _is_union_tag(part: str | int) -> bool:
     """pydantic adds the member type of a union to error locations ('int', "literal['max']", ...)."""
-    return isinstance(part, str) and (part in {"int", "str", "float", "bool"} or any(ch in part for ch in "[(-"))
+    return isinstance(part, str) and bool(_UNION_TAG.match(part))
 
 
 def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:
@@ -378,10 +383,9 @@ def load(
             r.fail(("costs", gpu_name), str(e))
     profile_name = profile or spec.profile
     prof = None
-    try:
-        prof = r.catalog.profile(
-            profile_name if profile or profile_name in r.catalog.profiles else str(r._path(profile_name))
-        )
+    try:  # a profile file named in the sweep is relative to the sweep; on the command line, to the cwd
+        is_file = profile_name.endswith((".yaml", ".yml")) and not profile
+        prof = r.catalog.profile(str(r._path(profile_name)) if is_file else profile_name)
     except LlmsweepError as e:
         r.fail(("profile",), str(e))
     _check_rank_by(r, spec.rank_by)

@@ -6,7 +6,7 @@ Nothing is loaded at import time: `load_catalog()` reads the files on first use 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -40,12 +40,16 @@ class Catalog:
     gpu_ambiguous: dict[str, list[str]] = field(default_factory=dict)
 
     # -- name resolution -------------------------------------------------------------------
+    @cached_property
+    def _indexes(self) -> dict[str, NameIndex]:
+        return {
+            "gpu": NameIndex("gpu", {k: v.aliases for k, v in self.gpus.items()}, self.gpu_ambiguous),
+            "model": NameIndex("model", {k: v.aliases for k, v in self.models.items()}),
+            "precision": NameIndex("precision", {k: v.aliases for k, v in self.precisions.items()}),
+        }
+
     def _index(self, kind: str) -> NameIndex:
-        if kind == "gpu":
-            return NameIndex("gpu", {k: v.aliases for k, v in self.gpus.items()}, self.gpu_ambiguous)
-        if kind == "model":
-            return NameIndex("model", {k: v.aliases for k, v in self.models.items()})
-        return NameIndex("precision", {k: v.aliases for k, v in self.precisions.items()})
+        return self._indexes[kind]
 
     def resolve_gpu(self, name: str) -> Resolved:
         return self._index("gpu").resolve(name)

@@ -1,0 +1,277 @@
+"""Sweep files into tables: row counts, outputs, determinism, atomic writes, the example sweeps."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmsweep import export, pipeline
+from llmsweep.cli import main
+from llmsweep.columns import BY_NAME, EXPORTED
+from llmsweep.spec import load
+
+from .conftest import ROOT
+
+EXAMPLES = sorted((ROOT / "sweeps").glob("*.yaml"))
+
+
+def write_sweep(tmp_path: Path, data: dict, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def rows_of(path: Path, **kw) -> pl.DataFrame:
+    return pipeline.compute(load(path, **kw)).collect()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_sweeps_validate_and_run(path, tmp_path):
+    r = CliRunner().invoke(main, ["run", str(path), "-o", str(tmp_path), "--format", "csv,parquet", "-q"])
+    assert r.exit_code == 0, r.output
+    sweep = load(path)
+    frame = pl.read_parquet(tmp_path / sweep.spec.name / "estimates.parquet")
+    assert frame.height > 0 and frame["fits"].any()
+    assert frame.columns == list(EXPORTED)
+
+
+def test_quickstart_sweep_is_small_and_has_the_expected_rows():
+    # 2 gpus x 2 models x 3 precisions x 3 batches x 3 tp = 108, minus the 8B at tp 2 and 4
+    # (2 x 3 x 3 x 2 = 36) = 72
+    frame = rows_of(ROOT / "sweeps" / "example.yaml")
+    assert frame.height == 72
+    assert set(frame["tp"].unique()) == {1, 2, 4}
+    assert frame.filter(pl.col("model") == "meta-llama/Llama-3.1-8B")["tp"].unique().to_list() == [1]
+
+
+axis_values = {
+    "gpu": ["h100-sxm", "l40s", "rtx-4090"],
+    "model": ["meta-llama/Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1", "Qwen/Qwen2.5-7B"],
+    "precision": ["bf16", "fp8", "int4"],
+    "input_tokens": [128, 1024, 4096],
+    "output_tokens": [64, 256],
+    "batch": [1, 8, "max"],
+    "tp": [1, 2, 4],
+}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.fixed_dictionaries({k: st.lists(st.sampled_from(v), min_size=1, unique=True) for k, v in axis_values.items()}),
+    st.lists(
+        st.dictionaries(st.sampled_from(sorted(axis_values)), st.integers(0, 9), min_size=1, max_size=3), max_size=3
+    ),
+)
+def test_row_count_is_product_minus_exclusions(tmp_path_factory, axes, rule_picks):
+    rules = [{k: axis_values[k][i % len(axis_values[k])] for k, i in pick.items()} for pick in rule_picks]
+    path = write_sweep(tmp_path_factory.mktemp("s"), {"name": "p", "grid": axes, "exclude": rules})
+    expected = sum(
+        1
+        for combo in itertools.product(*axes.values())
+        if not any(all(dict(zip(axes, combo, strict=True))[k] == v for k, v in rule.items()) for rule in rules)
+    )
+    if expected == 0:
+        return
+    assert rows_of(path).height == expected
+
+
+def test_context_axis(tmp_path):
+    path = write_sweep(
+        tmp_path,
+        {
+            "name": "c",
+            "grid": {
+                "gpu": ["h100-sxm"],
+                "model": ["llama-3.1-8b"],
+                "context": [2048, 8192],
+                "output_tokens": [256, 512],
+            },
+        },
+    )
+    frame = rows_of(path)
+    assert sorted(zip(frame["input_tokens"], frame["output_tokens"], strict=True)) == [
+        (1536, 512),
+        (1792, 256),
+        (7680, 512),
+        (7936, 256),
+    ]
+    assert set(frame["context_tokens"]) == {2048, 8192}
+
+
+def test_infeasible_combinations_stay_as_rows(tmp_path):
+    path = write_sweep(tmp_path, {"name": "i", "grid": {"gpu": ["l4"], "model": ["llama-3.1-70b"], "tp": [1, 3]}})
+    frame = rows_of(path)
+    assert frame.height == 2 and not frame["fits"].any()
+    assert set(frame["reason"]) == {
+        "does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes",
+        "tp does not divide the model's attention heads",
+    }
+
+
+def test_inline_and_file_models_and_gpus(tmp_path, catalog):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(json.dumps(catalog.model("meta-llama/Llama-3.1-8B").config))
+    path = write_sweep(
+        tmp_path,
+        {
+            "name": "custom",
+            "grid": {"gpu": ["my-gpu", "h100-sxm"], "model": ["from-file", "tiny"]},
+            "gpus": {
+                "my-gpu": {"memory_gb": 96, "memory_bandwidth_gbps": 4000, "dense_tflops": {"bf16": 900}},
+                "h100-sxm": {"memory_bandwidth_gbps": 4000},
+            },
+            "models": {
+                "from-file": {"config": "cfg/config.json", "license": "Llama 3.1 Community License"},
+                "tiny": {
+                    "hidden_size": 512,
+                    "num_hidden_layers": 4,
+                    "num_attention_heads": 8,
+                    "vocab_size": 1000,
+                    "intermediate_size": 1024,
+                },
+            },
+        },
+    )
+    frame = rows_of(path)
+    by = {(r["gpu"], r["model"]): r for r in frame.iter_rows(named=True)}
+    assert by[("my-gpu", "from-file")]["params_total"] == 8_030_261_248
+    assert by[("my-gpu", "tiny")]["gpu_memory_bytes"] == 96 * 2**30
+    # the override changes only what it names: bandwidth 4000 GB/s, the H100's FLOP/s kept
+    h100 = by[("h100-sxm", "tiny")]
+    assert (h100["memory_bandwidth_bytes_per_s"], h100["peak_flops_per_s"]) == (4000e9, 989e12)
+
+
+def test_outputs_are_complete_and_documented(tmp_path):
+    r = CliRunner().invoke(
+        main, ["run", str(ROOT / "sweeps" / "example.yaml"), "-o", str(tmp_path), "-q", "--format", "csv,parquet,xlsx"]
+    )
+    assert r.exit_code == 0, r.output
+    folder = tmp_path / "example"
+    assert r.output.splitlines() == [
+        str(folder / f) for f in ("estimates.csv", "estimates.parquet", "estimates.xlsx", "manifest.json")
+    ]
+    with open(folder / "estimates.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == list(EXPORTED)  # header only: no units row mixed into the data
+    assert len(rows) == 73
+    fits = rows[0].index("fits")
+    assert {row[fits] for row in rows[1:]} <= {"true", "false"}
+    for value in rows[1][rows[0].index("weight_bytes")], rows[1][rows[0].index("tpot_s")]:
+        float(value)  # plain numbers
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["rows"] == 72 and manifest["llmsweep_version"]
+    text = (ROOT / "sweeps" / "example.yaml").read_text()
+    assert manifest["sweep"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    assert manifest["sweep"]["content"] == text
+    assert manifest["profile"]["name"] == "default"
+    assert manifest["catalog"]["gpus"]["h100-sxm"]["sources"]
+    assert manifest["catalog"]["models"]["meta-llama/Llama-3.1-8B"]["license"] == "Llama 3.1 Community License"
+
+
+def test_xlsx_for_finance(tmp_path):
+    import openpyxl
+
+    pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=["xlsx"])
+    ws = openpyxl.load_workbook(tmp_path / "example" / "estimates.xlsx").active
+    assert ws.freeze_panes == "A3"
+    header = [c.value for c in ws[1]]
+    units = [c.value for c in ws[2]]
+    assert header == list(EXPORTED)
+    assert units[header.index("weight_bytes")] == "bytes" and units[header.index("tpot_s")] == "s"
+    assert ws.max_row == 2 + 72
+    cell = ws.cell(row=3, column=header.index("weight_bytes") + 1)
+    assert isinstance(cell.value, float | int) and cell.number_format == "#,##0"
+    assert ws.cell(row=3, column=header.index("fits") + 1).value in (True, False)
+
+
+def test_same_input_same_bytes(tmp_path):
+    digests = []
+    for out in ("a", "b"):
+        pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path / out, formats=["csv", "parquet", "xlsx"])
+        folder = tmp_path / out / "example"
+        digests.append(
+            {
+                f: hashlib.sha256((folder / f).read_bytes()).hexdigest()
+                for f in ("estimates.csv", "estimates.parquet", "estimates.xlsx", "manifest.json")
+            }
+        )
+    assert digests[0] == digests[1]
+
+
+def test_failed_run_keeps_previous_outputs(tmp_path, monkeypatch):
+    pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=["csv"])
+    before = (tmp_path / "example" / "estimates.csv").read_bytes()
+
+    def broken(frame, path):
+        path.write_text("half")
+        raise KeyboardInterrupt  # as if the user pressed Ctrl-C mid-write
+
+    monkeypatch.setattr(pipeline, "write_csv", broken)
+    with pytest.raises(KeyboardInterrupt):
+        pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=["csv"])
+    assert (tmp_path / "example" / "estimates.csv").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example"]  # no partial folder left
+
+
+def test_too_many_rows_for_xlsx(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "XLSX_MAX_ROWS", 10)
+    monkeypatch.setattr(pipeline, "XLSX_MAX_ROWS", 10)
+    result = pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=None)
+    assert "estimates.xlsx not written: 72 rows exceed the 10-row limit" in result.notes
+    r = CliRunner().invoke(
+        main, ["run", str(ROOT / "sweeps" / "example.yaml"), "-o", str(tmp_path / "x"), "--format", "xlsx"]
+    )
+    assert r.exit_code == 1 and "72 rows is more than an XLSX sheet should hold" in r.output
+    assert not (tmp_path / "x" / "example").exists()
+
+
+def test_exclusions_that_leave_nothing(tmp_path):
+    path = write_sweep(
+        tmp_path, {"name": "e", "grid": {"gpu": ["l4"], "model": ["llama-3.1-8b"]}, "exclude": [{"gpu": "l4"}]}
+    )
+    r = CliRunner().invoke(main, ["run", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 1 and "the exclusion rules leave no configuration to estimate" in r.output
+    assert not (tmp_path / "out" / "e").exists()
+
+
+def test_validate_and_schema():
+    r = CliRunner().invoke(main, ["validate", str(ROOT / "sweeps" / "example.yaml")])
+    assert r.exit_code == 0 and r.output.strip() == "OK: 108 configurations before exclusions"
+    r = CliRunner().invoke(main, ["schema"])
+    schema = json.loads(r.output)
+    assert set(schema["required"]) == {"name", "grid"}
+    assert "gpu" in schema["$defs"]["GridSpec"]["properties"]
+    assert schema["$defs"]["GridSpec"]["additionalProperties"] is False
+
+
+def test_every_sweep_key_is_documented():
+    readme = (ROOT / "README.md").read_text()
+    from llmsweep.spec import GridSpec, SweepSpec
+
+    for key in [*SweepSpec.model_fields, *GridSpec.model_fields]:
+        assert f"`{key}`" in readme, key
+
+
+def test_columns_in_units_not_labels():
+    for name in EXPORTED:
+        assert BY_NAME[name].description
+
+
+def test_progress_only_on_a_terminal(monkeypatch):
+    from llmsweep import cli
+
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    assert cli._progress(quiet=False) is not None
+    assert cli._progress(quiet=True) is None
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False, raising=False)
+    assert cli._progress(quiet=False) is None
