@@ -106,19 +106,21 @@ def main() -> None:
             sweep = load(path, max_rows=20_000_000)
             rows = sweep.size
             if label == "1M":
-                best = min(_timed(lambda: compute(sweep).collect()) for _ in range(3))
+                best = min(_timed(lambda s=sweep: compute(s).collect()) for _ in range(3))
                 print(
                     f"{label}: estimate step        {rows:>11,} rows  {best:6.2f} s  {rows / best / 1e6:5.2f} M rows/s"
                 )
                 seconds, peak = child_run(path, Path(tmp) / "out", "csv,parquet")
                 print(
-                    f"{label}: run to CSV + Parquet {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
+                    f"{label}: run to CSV + Parquet {rows:>11,} rows  {seconds:6.2f} s  "
+                    f"{rows / seconds / 1e6:5.2f} M rows/s"
                     f"  peak RSS {peak:.2f} GB"
                 )
             else:
                 seconds, peak = child_run(path, Path(tmp) / "out", "parquet")
                 print(
-                    f"{label}: run to Parquet       {rows:>11,} rows  {seconds:6.2f} s  {rows / seconds / 1e6:5.2f} M rows/s"
+                    f"{label}: run to Parquet       {rows:>11,} rows  {seconds:6.2f} s  "
+                    f"{rows / seconds / 1e6:5.2f} M rows/s"
                     f"  peak RSS {peak:.2f} GB"
                 )
 
