@@ -161,12 +161,19 @@ def _formats(value: str | None) -> list[str] | None:
     help="Refuse grids larger than this.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--template-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="Folder of jinja2 templates that replace the packaged ones (same names).",
+)
 @_errors_to_exit
-def run(sweep, out_root, fmt, profile, max_rows, quiet):
+def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     """Expand a sweep file into estimates and write them to OUT/<name>/.
 
-    Writes estimates.csv, estimates.parquet, estimates.xlsx and manifest.json into a folder that
-    appears whole or not at all, and prints the paths it wrote.
+    Writes estimates.csv, .parquet and .xlsx, report.html (self-contained, works offline),
+    report.md with charts/*.svg, and manifest.json into a folder that appears whole or not at
+    all, and prints the paths it wrote.
 
     \b
     Examples:
@@ -176,7 +183,7 @@ def run(sweep, out_root, fmt, profile, max_rows, quiet):
     """
     from llmsweep.pipeline import run as run_sweep
 
-    result = run_sweep(sweep, out_root, _formats(fmt), profile, max_rows, _progress(quiet))
+    result = run_sweep(sweep, out_root, _formats(fmt), profile, max_rows, _progress(quiet), template_dir)
     for n in result.notes:
         _note(n)
     for f in result.files:
@@ -203,6 +210,34 @@ def validate(sweep, max_rows):
         _note(n)
     excluded = " before exclusions" if s.exclude or s.contexts else ""
     click.echo(f"OK: {s.size:,} configurations{excluded}")
+
+
+@main.command()
+@click.argument("estimates", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--format", "fmt", default="html,md", show_default=True, help="html, md or both.")
+@click.option(
+    "--template-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="Folder of jinja2 templates that replace the packaged ones (same names).",
+)
+@_errors_to_exit
+def report(estimates, fmt, template_dir):
+    """Render report.html / report.md again from saved results, without recomputing.
+
+    \b
+    Examples:
+      llmsweep report out/example/estimates.parquet
+      llmsweep report out/example/estimates.parquet --format md --template-dir my-templates/
+    """
+    from llmsweep.pipeline import REPORT_FORMATS, rerender
+
+    formats = _formats(fmt) or []
+    bad = [f for f in formats if f not in REPORT_FORMATS]
+    if bad:
+        raise click.BadParameter(f"{','.join(bad)}: `report` writes html and md", param_hint="--format")
+    for path in rerender(estimates, formats, template_dir):
+        click.echo(str(path))
 
 
 @main.command()

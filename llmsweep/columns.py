@@ -286,6 +286,13 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Decode bytes/step",
             "Memory traffic of one decode step, all GPUs: weights read + KV read.",
         ),
+        (
+            "decode_weight_fraction",
+            F,
+            "fraction",
+            "Weight share of decode traffic",
+            "Share of a decode step's memory traffic that reads weights (the rest reads the KV cache).",
+        ),
         ("decode_compute_s", F, "s", "Compute time", "Decode step, compute term."),
         ("decode_memory_s", F, "s", "Memory time", "Decode step, memory term."),
         ("decode_comm_s", F, "s", "Communication time", "Decode step, tensor-parallel all-reduces."),
@@ -327,6 +334,14 @@ PLAN_COLUMNS: tuple[str, ...] = (
     "gpus_needed",
 )
 RANKABLE: tuple[str, ...] = NUMERIC + PLAN_COLUMNS
+
+
+def higher_is_better(name: str) -> bool:
+    """Ranking direction: throughput and batch capacity up; time, bytes, GPUs and money down."""
+    col = BY_NAME.get(name)
+    return col is not None and col.unit in ("tokens/s", "sequences", "FLOP/byte")
+
+
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
 SCHEMA: dict[str, pl.DataType] = {col.name: col.dtype for col in COLUMNS}  # type: ignore[misc]
 

@@ -18,9 +18,11 @@ from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, atomic_folder, write_csv, write_manifest, write_parquet, write_xlsx
 from llmsweep.grid import grid_parts
+from llmsweep.report import write_reports
 from llmsweep.spec import DEFAULT_MAX_ROWS, Sweep, load
 
 TABLE_FORMATS = ("csv", "parquet", "xlsx")
+REPORT_FORMATS = ("html", "md")
 CHUNK_ROWS = 1_000_000  # rows estimated at a time when writing: bounds memory on huge grids
 Progress = Callable[[str], None]
 
@@ -89,9 +91,10 @@ def run(
     profile: str | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     progress: Progress | None = None,
+    template_dir: str | Path | None = None,
 ) -> RunResult:
     """Validate the sweep, estimate it and write out/<name>/ atomically. Formats default to the
-    sweep's `report.formats`; the ones this version cannot write yet are noted, not failed."""
+    sweep's `report.formats`."""
     say = progress or (lambda _msg: None)
     sweep = load(path, max_rows=max_rows, profile=profile)
     wanted = list(dict.fromkeys(formats or sweep.spec.report.formats))
@@ -117,14 +120,49 @@ def run(
         elif "xlsx" in tables:
             say("writing estimates.xlsx")
             write_xlsx(table.collect(), tmp / "estimates.xlsx")
+        written = [f"estimates.{f}" for f in TABLE_FORMATS if f in tables]
+        reports = [f for f in wanted if f in REPORT_FORMATS]
+        if reports:
+            say("writing " + " and ".join(f"report.{f}" for f in reports))
+            written += write_reports(tmp, table, manifest(sweep, rows, [], notes), reports, template_dir)
         if "parquet" not in tables:
             parquet.unlink()
-        written = [f"estimates.{f}" for f in TABLE_FORMATS if f in tables]
-        notes.extend(
-            f"{fmt} reports are not available in llmsweep {__version__} yet"
-            for fmt in wanted
-            if fmt not in TABLE_FORMATS
-        )
         written.append("manifest.json")
         write_manifest(manifest(sweep, rows, written, notes), tmp / "manifest.json")
     return RunResult(target, tuple(target / f for f in written), rows, tuple(notes))
+
+
+def rerender(
+    estimates: str | Path, formats: Sequence[str] = REPORT_FORMATS, template_dir: str | Path | None = None
+) -> list[Path]:
+    """Render the reports again from saved results (estimates.parquet + manifest.json beside it),
+    without recomputing. Each file is replaced whole."""
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    path = Path(estimates)
+    folder = path.parent
+    try:
+        manifest_data = json.loads((folder / "manifest.json").read_text("utf-8"))
+        table = pl.scan_parquet(path)
+        table.collect_schema()
+    except FileNotFoundError as e:
+        raise LlmsweepError(
+            f"{e.filename}: not found; `report` needs the estimates.parquet and manifest.json a run wrote"
+        ) from None
+    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
+        raise LlmsweepError(f"{path}: cannot read saved results: {e}") from None
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
+    try:
+        written = write_reports(tmp, table, manifest_data, formats, template_dir)
+        if (tmp / "charts").is_dir():
+            shutil.rmtree(folder / "charts", ignore_errors=True)
+            os.replace(tmp / "charts", folder / "charts")
+        for rel in written:
+            if not rel.startswith("charts/"):
+                os.replace(tmp / rel, folder / rel)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [folder / rel for rel in written]

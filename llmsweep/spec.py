@@ -18,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
 from llmsweep.catalog.architecture import load_config_file, read_config
+from llmsweep.catalog.gpus import Source
 from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
 from llmsweep.grid import MAX, Axes
 from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
@@ -255,9 +256,8 @@ class _Resolver:
             except ValidationError as e:
                 self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
                 continue
-            gpus[existing or gid] = gpu.model_copy(
-                update={"sources": [*gpu.sources, {"ref": "sweep", "source": f"{self.doc.file}: gpus.{gid}"}]}
-            )
+            sweep_source = Source(ref="sweep", source=f"{self.doc.file}: gpus.{gid}", fields=sorted(fields))
+            gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
         for mid, fields in self.spec.models.items():
             path = ("models", mid)
             meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}

@@ -89,6 +89,7 @@ def add_batch_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             memory_per_gpu_bytes=memory.memory_per_gpu_bytes(),
             arithmetic_intensity=c.decode_flops_per_step / c.decode_bytes_per_step,
+            decode_weight_fraction=compute.weight_bytes_read(c.batch) / c.decode_bytes_per_step,
             **compute.decode_terms(),
         )
         .with_columns(

@@ -1,0 +1,350 @@
+"""Charts for the reports: estimates -> altair charts, each answering one buyer's question.
+
+No I/O here. Each function takes the estimates (a polars LazyFrame of the exported columns),
+reduces them to the few rows the question needs (so a million-row sweep plots tens or hundreds of
+points, never a million), and returns an altair chart. `chart_data` exposes that reduction so
+tests can check the numbers a chart shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import altair as alt
+import polars as pl
+
+GIB = 2**30
+WIDTH = 520
+MAX_SERIES = 12  # lines or bar groups per model, so a chart stays readable
+TEXT = ("gpu", "model", "precision", "kv_precision", "bound", "reason")
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    id: str
+    title: str
+    question: str
+    data: Callable[[pl.LazyFrame], pl.DataFrame]
+    build: Callable[[pl.DataFrame], alt.TopLevelMixin]
+
+
+def _strings(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.with_columns([pl.col(c).cast(pl.String) for c in TEXT if c in frame.collect_schema().names()])
+
+
+def _first_lengths(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """The sweep's shortest input and output lengths: one workload per chart unless the chart is about length."""
+    return frame.filter(
+        (pl.col("input_tokens") == pl.col("input_tokens").min())
+        & (pl.col("output_tokens") == pl.col("output_tokens").min())
+    )
+
+
+def _smallest_layout(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per `keys`, the rows of the smallest GPU count that fits anywhere (else the smallest at all)."""
+    best = (
+        frame.group_by(keys)
+        .agg(
+            pl.col("gpus").filter(pl.col("fits")).min().alias("_fit"),
+            pl.col("gpus").min().alias("_any"),
+        )
+        .with_columns(_g=pl.coalesce("_fit", "_any"))
+        .select([*keys, "_g"])
+    )
+    return frame.join(best, on=keys).filter(pl.col("gpus") == pl.col("_g")).drop("_g")
+
+
+def _cap_series(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Keep at most MAX_SERIES series (by `keys`) per model, in sorted order."""
+    series = frame.select(["model", *keys]).unique().sort(["model", *keys])
+    series = series.with_columns(_n=pl.int_range(pl.len()).over("model")).filter(pl.col("_n") < MAX_SERIES)
+    return frame.join(series.drop("_n"), on=["model", *keys]).sort(["model", *keys])
+
+
+def _layout_label(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(
+        option=pl.format("{} · {} · tp{} pp{}", "gpu", "precision", "tp", "pp"),
+    )
+
+
+# -- will it fit? ----------------------------------------------------------------------------------
+def memory_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"])
+    rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(["model", "gpu", "precision"]))
+    rows = rows.unique(["model", "gpu", "precision"], keep="first", maintain_order=True).collect()
+    rows = _layout_label(_cap_series(rows, ["gpu", "precision"]))
+    parts = {
+        "weights": "weight_bytes",
+        "KV cache": "kv_cache_bytes",
+        "activations": "activation_bytes",
+        "overhead": "overhead_bytes",
+    }
+    long = pl.concat(
+        [
+            rows.select("model", "option", "batch", pl.lit(k).alias("component"), (pl.col(v) / GIB).alias("gib"))
+            for k, v in parts.items()
+        ]
+    )
+    usable = rows.select("model", "option", (pl.col("usable_memory_bytes") / GIB).alias("usable_gib"), "fits")
+    return long.join(usable, on=["model", "option"]).sort(["model", "option", "component"])
+
+
+def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    bars = (
+        alt.Chart()
+        .mark_bar()
+        .encode(
+            x=alt.X("sum(gib):Q", title="GiB per GPU"),
+            y=alt.Y("option:N", title=None),
+            color=alt.Color("component:N", sort=["weights", "KV cache", "activations", "overhead"]),
+            tooltip=["option:N", "component:N", alt.Tooltip("gib:Q", format=".2f"), "batch:Q"],
+        )
+    )
+    capacity = (
+        alt.Chart()
+        .mark_tick(color="black", thickness=2, size=18)
+        .encode(x="usable_gib:Q", y="option:N", tooltip=[alt.Tooltip("usable_gib:Q", title="usable GiB", format=".1f")])
+    )
+    return (
+        alt.layer(bars, capacity, data=data)
+        .properties(width=WIDTH)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+# -- how fast, how many users? -----------------------------------------------------------------------
+def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"]).filter(pl.col("fits"))
+    rows = (
+        rows.select(
+            "model", "gpu", "precision", "tp", "pp", "batch", "decode_tokens_per_s", "decode_tokens_per_s_per_seq"
+        )
+        .unique(maintain_order=True)
+        .collect()
+    )
+    rows = _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "batch"])
+    return rows.unpivot(
+        index=["model", "option", "batch"],
+        on=["decode_tokens_per_s", "decode_tokens_per_s_per_seq"],
+        variable_name="measure",
+        value_name="tokens_per_s",
+    ).with_columns(
+        measure=pl.col("measure").replace(
+            {"decode_tokens_per_s": "aggregate", "decode_tokens_per_s_per_seq": "per sequence"}
+        )
+    )
+
+
+def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="batch (concurrent sequences)"),
+            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="decode tokens/s"),
+            color=alt.Color("option:N", title="GPU · weights · layout"),
+            strokeDash=alt.StrokeDash("measure:N", title=None),
+            tooltip=["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")],
+        )
+        .properties(width=WIDTH, height=260)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+# -- how long until the first word? ---------------------------------------------------------------------
+def ttft_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min())
+    rows = _smallest_layout(rows, ["model", "gpu", "precision"]).filter(pl.col("fits"))
+    rows = (
+        rows.group_by(["model", "gpu", "precision", "tp", "pp", "input_tokens"])
+        .agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms"))
+        .collect()
+    )
+    return _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "input_tokens"])
+
+
+def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("input_tokens:Q", title="prompt length (tokens)"),
+            y=alt.Y("ttft_ms:Q", title="time to first token (ms)"),
+            color=alt.Color("option:N", title="GPU · weights · layout"),
+            tooltip=["option:N", "input_tokens:Q", alt.Tooltip("ttft_ms:Q", format=",.1f")],
+        )
+        .properties(width=WIDTH, height=240)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+# -- what limits it? ----------------------------------------------------------------------------------------
+def roofline_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    points = (
+        _first_lengths(_strings(frame))
+        .filter(pl.col("fits"))
+        .select(
+            "gpu",
+            "model",
+            "precision",
+            "batch",
+            "bound",
+            pl.col("arithmetic_intensity").alias("intensity"),
+            (pl.col("decode_flops_per_step") / pl.col("tpot_s") / pl.col("gpus")).alias("flops_per_s"),
+            pl.col("peak_flops_per_s"),
+            pl.col("memory_bandwidth_bytes_per_s"),
+        )
+        .unique(["gpu", "model", "precision", "batch"], keep="first", maintain_order=True)
+        .sort(["gpu", "model", "precision", "batch"])
+        .head(2000)
+        .collect()
+    )
+    return points.with_columns(kind=pl.lit("configuration"))
+
+
+def roofline_roofs(points: pl.DataFrame) -> pl.DataFrame:
+    """Each GPU's roof: min(peak FLOP/s, intensity x bandwidth), sampled on a log grid, with its ridge."""
+    gpus = points.unique("gpu", maintain_order=True).select("gpu", "peak_flops_per_s", "memory_bandwidth_bytes_per_s")
+    grid = pl.DataFrame({"intensity": [10 ** (k / 4) for k in range(-4, 17)]})
+    roofs = gpus.join(grid, how="cross").with_columns(
+        flops_per_s=pl.min_horizontal("peak_flops_per_s", pl.col("intensity") * pl.col("memory_bandwidth_bytes_per_s"))
+    )
+    ridges = gpus.with_columns(
+        intensity=pl.col("peak_flops_per_s") / pl.col("memory_bandwidth_bytes_per_s"),
+        flops_per_s=pl.col("peak_flops_per_s"),
+    )
+    return pl.concat([roofs, ridges]).sort(["gpu", "intensity"]).select("gpu", "intensity", "flops_per_s")
+
+
+def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
+    roofs = (
+        alt.Chart(roofline_roofs(points))
+        .mark_line(strokeWidth=1.5)
+        .encode(
+            x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)"),
+            y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log"), title="FLOP/s per GPU"),
+            color=alt.Color("gpu:N"),
+        )
+    )
+    dots = (
+        alt.Chart(points.drop("peak_flops_per_s", "memory_bandwidth_bytes_per_s"))
+        .mark_point(filled=True, size=40)
+        .encode(
+            x="intensity:Q",
+            y="flops_per_s:Q",
+            color="gpu:N",
+            shape=alt.Shape("bound:N"),
+            tooltip=[
+                "gpu:N",
+                "model:N",
+                "precision:N",
+                "batch:Q",
+                "bound:N",
+                alt.Tooltip("intensity:Q", format=",.1f"),
+                alt.Tooltip("flops_per_s:Q", format=".3s"),
+            ],
+        )
+    )
+    return alt.layer(roofs, dots).properties(width=WIDTH, height=320)
+
+
+# -- what is cheapest? (when the sweep has prices) ------------------------------------------------------------
+def cost_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    if "usd_per_million_output_tokens" not in frame.collect_schema().names():
+        return pl.DataFrame()
+    rows = _strings(frame).filter(pl.col("fits") & pl.col("usd_per_million_output_tokens").is_not_null())
+    best = rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu"], maintain_order=True).first()
+    return _layout_label(
+        best.select("model", "gpu", "precision", "tp", "pp", "batch", "usd_per_million_output_tokens").collect()
+    ).sort(["model", "usd_per_million_output_tokens"])
+
+
+def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("usd_per_million_output_tokens:Q", title="USD per million output tokens (cheapest layout per GPU)"),
+            y=alt.Y("option:N", sort="x", title=None),
+            tooltip=["option:N", "batch:Q", alt.Tooltip("usd_per_million_output_tokens:Q", format="$,.3f")],
+        )
+        .properties(width=WIDTH)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+# -- what is the trade-off? -------------------------------------------------------------------------------------
+def frontier_data(frame: pl.LazyFrame) -> pl.DataFrame:
+    """Per model and GPU, the Pareto frontier of (tokens/s per user, tokens/s per GPU) over every
+    fitting configuration at the sweep's first lengths: no other option is better on both."""
+    rows = (
+        _first_lengths(_strings(frame))
+        .filter(pl.col("fits"))
+        .select(
+            "model",
+            "gpu",
+            "precision",
+            "tp",
+            "pp",
+            "batch",
+            pl.col("decode_tokens_per_s_per_seq").alias("per_user"),
+            pl.col("output_tokens_per_s_per_gpu").alias("per_gpu"),
+        )
+        .sort(["model", "gpu", "per_user", "per_gpu"], descending=[False, False, True, True])
+        .with_columns(_best=pl.col("per_gpu").cum_max().shift(1).over(["model", "gpu"]))
+        .filter(pl.col("_best").is_null() | (pl.col("per_gpu") > pl.col("_best")))
+        .drop("_best")
+        .collect()
+    )
+    return _layout_label(rows).sort(["model", "gpu", "per_user"])
+
+
+def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    return (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("per_user:Q", title="tokens/s per user"),
+            y=alt.Y("per_gpu:Q", title="output tokens/s per GPU"),
+            color=alt.Color("gpu:N"),
+            order="per_user:Q",
+            tooltip=[
+                "option:N",
+                "batch:Q",
+                alt.Tooltip("per_user:Q", format=",.1f"),
+                alt.Tooltip("per_gpu:Q", format=",.1f"),
+            ],
+        )
+        .properties(width=WIDTH, height=280)
+        .facet(row=alt.Row("model:N", title=None))
+        .resolve_scale(y="independent")
+    )
+
+
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec("memory", "Memory per GPU against usable capacity", "Will it fit?", memory_data, memory_chart),
+    ChartSpec(
+        "decode", "Decode speed against batch size", "How fast, and for how many users?", decode_data, decode_chart
+    ),
+    ChartSpec(
+        "ttft", "Time to first token against prompt length", "How long until the first word?", ttft_data, ttft_chart
+    ),
+    ChartSpec("roofline", "Roofline: where each configuration sits", "What limits it?", roofline_data, roofline_chart),
+    ChartSpec("cost", "Cost per million output tokens", "What is cheapest?", cost_data, cost_chart),
+    ChartSpec("frontier", "Latency–throughput frontier", "What is the trade-off?", frontier_data, frontier_chart),
+)
+
+
+def build_charts(frame: pl.LazyFrame) -> list[tuple[ChartSpec, alt.TopLevelMixin]]:
+    """Every chart the estimates can support (cost needs prices), in report order."""
+    out = []
+    for spec in CHARTS:
+        data = spec.data(frame)
+        if data.height:
+            out.append((spec, spec.build(data)))
+    return out

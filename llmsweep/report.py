@@ -1,0 +1,355 @@
+"""Reports: estimates + manifest -> a self-contained report.html and a report.md with SVG charts.
+
+`build_context` turns the results into plain data (the only place that decides what a report
+says); jinja2 templates (StrictUndefined, HTML autoescaped) lay it out and format numbers through
+the filters below. vega, vega-lite and vega-embed are inlined once, from vl-convert-python's
+bundle: the page works with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import polars as pl
+
+from llmsweep.charts import build_charts
+from llmsweep.columns import BY_NAME, higher_is_better
+from llmsweep.errors import LlmsweepError
+
+FALLBACK_RANK = "output_tokens_per_s_per_gpu"
+TABLE_ROWS = 200  # configurations listed in the report's table (the CSV has them all)
+LOW_BIT_CAVEAT = (
+    "4-bit and lower weight formats lose visible quality on code, maths and long documents: "
+    "evaluate the quantised model on your own tasks before buying for it."
+)
+TABLE_COLUMNS = (
+    "gpu",
+    "model",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "batch",
+    "input_tokens",
+    "output_tokens",
+    "memory_per_gpu_bytes",
+    "max_batch",
+    "ttft_s",
+    "tpot_s",
+    "decode_tokens_per_s_per_seq",
+    "output_tokens_per_s_per_gpu",
+    "bound",
+)
+
+
+# -- formatting filters (raw SI values in, text out) ----------------------------------------------------------
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))
+
+
+def f_bytes(v) -> str:
+    return "–" if _missing(v) else f"{v / 1e9:,.1f} GB"
+
+
+def f_gib(v) -> str:
+    return "–" if _missing(v) else f"{v / 2**30:,.1f} GiB"
+
+
+def f_seconds(v) -> str:
+    if _missing(v):
+        return "–"
+    return f"{v * 1e3:,.1f} ms" if v < 1 else f"{v:,.2f} s"
+
+
+def f_tps(v) -> str:
+    return "–" if _missing(v) else f"{v:,.1f} tok/s"
+
+
+def f_usd(v) -> str:
+    return "–" if _missing(v) else f"${v:,.2f}" if v >= 1 else f"${v:,.4f}"
+
+
+def f_pct(v) -> str:
+    return "–" if _missing(v) else f"{v:.0%}"
+
+
+def f_num(v) -> str:
+    if _missing(v):
+        return "–"
+    return f"{v:,}" if isinstance(v, int) else f"{v:,.3g}"
+
+
+def f_value(v, column: str) -> str:
+    """Format by the column's declared unit."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    unit = BY_NAME[column].unit if column in BY_NAME else ""
+    formatter = {"bytes": f_bytes, "s": f_seconds, "tokens/s": f_tps, "USD": f_usd, "fraction": f_pct}.get(unit)
+    if formatter:
+        return formatter(v)
+    return str(v) if isinstance(v, str) else f_num(v)
+
+
+def f_md(v) -> str:
+    """Escape text for a Markdown table cell: no HTML, no pipes."""
+    text = str(v)
+    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("\n", " ")):
+        text = text.replace(a, b)
+    return text
+
+
+def f_json_script(value) -> str:
+    """JSON safe to place inside <script>: no '</' can close the tag."""
+    return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+FILTERS = {
+    "bytes": f_bytes,
+    "gib": f_gib,
+    "seconds": f_seconds,
+    "tps": f_tps,
+    "usd": f_usd,
+    "pct": f_pct,
+    "num": f_num,
+    "value": f_value,
+    "md": f_md,
+    "json_script": f_json_script,
+}
+
+
+# -- context --------------------------------------------------------------------------------------------------
+def _why(r: dict) -> str:
+    """One plain sentence on what limits this option and what would change it."""
+    bound = r["bound"]
+    if bound == "memory":
+        share = r["decode_weight_fraction"]
+        if share >= 0.5:
+            text = f"memory-bound: {share:.0%} of each step's memory traffic reads the weights"
+            if r["bytes_per_weight"] >= 1.5:
+                text += "; an 8-bit or 4-bit weight format would cut that by half or more"
+        else:
+            text = f"memory-bound: the KV cache is {1 - share:.0%} of each step's traffic; an fp8 KV cache halves it"
+    elif bound == "compute":
+        text = (
+            f"compute-bound at batch {r['batch']}: the {r['compute_dtype']} matmuls set the pace; "
+            "a GPU with more FLOP/s would help"
+        )
+    elif bound == "communication":
+        text = f"communication-bound: tp={r['tp']} all-reduces take {r['decode_comm_s'] / r['tpot_s']:.0%} of each step"
+    else:
+        text = "fixed per-step costs dominate (a small model): larger batches amortise them"
+    if r["batch"] == r["max_batch"]:
+        text += f"; the batch ({r['batch']}) is the most that fits in memory"
+    return text + "."
+
+
+def _rank(frame: pl.LazyFrame, rank_by: str) -> tuple[str, bool, str | None]:
+    names = frame.collect_schema().names()
+    if rank_by in names:
+        return rank_by, higher_is_better(rank_by), None
+    note = f"{rank_by} needs prices and a workload in the sweep; ranked by output tokens/s per GPU instead."
+    return FALLBACK_RANK, True, note
+
+
+MAX_WORKLOADS = 4  # (input, output) pairs given recommendations of their own; beyond, one representative pair
+
+
+def workloads(frame: pl.LazyFrame, preferred: tuple[int | None, int | None] = (None, None)) -> tuple[list, str | None]:
+    """The (input, output) pairs that get recommendations: all of them when there are few; else the
+    sweep's workload lengths if the grid has them, or the pair nearest the median lengths."""
+    pairs = frame.select("input_tokens", "output_tokens").unique().sort(["input_tokens", "output_tokens"]).collect()
+    pairs = [tuple(p) for p in pairs.rows()]
+    if len(pairs) <= MAX_WORKLOADS:
+        return pairs, None
+    if preferred in pairs:
+        chosen = preferred
+    else:
+        mid_in = sorted(p[0] for p in pairs)[len(pairs) // 2]
+        mid_out = sorted(p[1] for p in pairs)[len(pairs) // 2]
+        chosen = min(pairs, key=lambda p: (abs(p[0] - mid_in), abs(p[1] - mid_out)))
+    note = (
+        f"The sweep has {len(pairs)} input/output length pairs; recommendations are shown for "
+        f"{chosen[0]:,} in / {chosen[1]:,} out, and estimates.csv has every pair."
+    )
+    return [chosen], note
+
+
+def recommendations(
+    frame: pl.LazyFrame, rank_by: str, top_n: int, licenses: dict[str, str], pairs: list[tuple[int, int]]
+) -> tuple[list[dict], str, str | None]:
+    """Per model and workload (input, output lengths), the top_n options among rows that fit. An
+    option is a GPU x precision x KV precision x tp x pp layout at its best batch; ties keep the
+    sweep's order (stable sort)."""
+    column, higher, note = _rank(frame, rank_by)
+    chosen = pl.concat_str("input_tokens", "output_tokens", separator="/").is_in([f"{a}/{b}" for a, b in pairs])
+    fits = frame.filter(pl.col("fits") & pl.col(column).is_not_null() & chosen).with_columns(
+        [pl.col(c).cast(pl.String) for c in ("gpu", "model", "precision", "kv_precision", "bound", "compute_dtype")]
+    )
+    option = ["model", "input_tokens", "output_tokens", "gpu", "precision", "kv_precision", "tp", "pp"]
+    best = (
+        fits.with_row_index("_order")
+        .sort([column, "_order"], descending=[higher, False])
+        .group_by(option, maintain_order=True)
+        .first()
+        .with_columns(_rank=pl.int_range(pl.len()).over(["model", "input_tokens", "output_tokens"]) + 1)
+        .filter(pl.col("_rank") <= top_n)
+        .collect()
+    )
+    groups = []
+    for (model, s_in, s_out), rows in best.group_by(["model", "input_tokens", "output_tokens"], maintain_order=True):
+        options = []
+        for r in rows.iter_rows(named=True):
+            caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
+            options.append({**r, "rank": r["_rank"], "score": r[column], "why": _why(r), "caveats": caveats})
+        groups.append(
+            {
+                "model": model,
+                "input_tokens": s_in,
+                "output_tokens": s_out,
+                "options": options,
+                "license": licenses.get(model, "unknown: check the model card"),
+            }
+        )
+    groups.sort(key=lambda g: (g["model"], g["input_tokens"], g["output_tokens"]))
+    return groups, column, note
+
+
+def build_context(frame: pl.LazyFrame, manifest: dict) -> dict:
+    """Everything a report shows, as plain data."""
+    spec = yaml_spec(manifest)
+    report = spec.get("report") or {}
+    top_n = int(report.get("top_n", 10))
+    cat = manifest["catalog"]
+    licenses = {m: e.get("license", "unknown") for m, e in cat["models"].items()}
+    load = spec.get("workload") or {}
+    pairs, workload_note = workloads(frame, (load.get("input_tokens"), load.get("output_tokens")))
+    recs, rank_column, rank_note = recommendations(
+        frame, spec.get("rank_by", "usd_per_million_output_tokens"), top_n, licenses, pairs
+    )
+    counts = frame.select(pl.len().alias("rows"), pl.col("fits").sum().alias("fit")).collect().row(0, named=True)
+    column, higher, _ = _rank(frame, rank_column)
+    table = (
+        frame.with_row_index("_order")
+        .filter(pl.col("fits"))
+        .sort([column, "_order"], descending=[higher, False], nulls_last=True)
+        .head(TABLE_ROWS)
+        .select([c for c in TABLE_COLUMNS if c != column] + [column])
+        .with_columns(pl.col(pl.Categorical).cast(pl.String))
+        .collect()
+    )
+    return {
+        "title": spec.get("title") or spec.get("name") or manifest["sweep"]["name"],
+        "name": manifest["sweep"]["name"],
+        "sweep_file": manifest["sweep"]["file"],
+        "sweep_sha256": manifest["sweep"]["sha256"],
+        "llmsweep_version": manifest["llmsweep_version"],
+        "rows": counts["rows"],
+        "fit": counts["fit"],
+        "gpus": sorted(cat["gpus"]),
+        "models": sorted(cat["models"]),
+        "precisions": sorted(cat["precisions"]),
+        "profile": manifest["profile"],
+        "rank": {
+            "column": rank_column,
+            "label": BY_NAME[rank_column].label if rank_column in BY_NAME else rank_column,
+            "higher_is_better": higher,
+            "note": rank_note,
+        },
+        "recommendations": recs,
+        "table": {"columns": table.columns, "rows": table.rows(), "shown": table.height, "total_fit": counts["fit"]},
+        "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
+        "catalog": cat,
+        "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
+    }
+
+
+def yaml_spec(manifest: dict) -> dict:
+    import yaml
+
+    return yaml.safe_load(manifest["sweep"]["content"]) or {}
+
+
+# -- rendering ------------------------------------------------------------------------------------------------
+def template_dir() -> Path:
+    """The packaged templates (top-level templates/ in a checkout, llmsweep/templates in the wheel)."""
+    try:
+        return Path(str(resources.files("llmsweep.templates")))
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "templates"
+
+
+def environment(template_dir_override: str | Path | None, html: bool) -> jinja2.Environment:
+    folder = Path(template_dir_override) if template_dir_override else template_dir()
+    loaders = [jinja2.FileSystemLoader(str(folder))]
+    if template_dir_override:  # a team's folder may restyle only some templates
+        loaders.append(jinja2.FileSystemLoader(str(template_dir())))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=html,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def _render(template: str, context: dict, template_dir_override, html: bool) -> str:
+    try:
+        return environment(template_dir_override, html).get_template(template).render(**context)
+    except jinja2.TemplateNotFound as e:
+        raise LlmsweepError(f"template {e.name!r} not found in {template_dir_override or template_dir()}") from None
+    except jinja2.TemplateError as e:
+        raise LlmsweepError(f"template error in {template}: {e}") from None
+
+
+def render_html(frame: pl.LazyFrame, manifest: dict, template_dir_override=None) -> str:
+    import vl_convert as vlc
+
+    context = build_context(frame, manifest)
+    bundle = vlc.javascript_bundle()
+    if "</script" in bundle.lower():  # would end the inline <script> early
+        raise LlmsweepError("the vega bundle contains '</script' and cannot be inlined")
+    charts = [
+        {"id": s.id, "title": s.title, "question": s.question, "spec": chart.to_dict()}
+        for s, chart in build_charts(frame)
+    ]
+    return _render("report.html.j2", {**context, "charts": charts, "vega_bundle": bundle}, template_dir_override, True)
+
+
+def render_markdown(frame: pl.LazyFrame, manifest: dict, template_dir_override=None) -> tuple[str, dict[str, str]]:
+    """(report.md text, {relative path: SVG text}) for the charts folder beside it."""
+    import vl_convert as vlc
+
+    context = build_context(frame, manifest)
+    charts, files = [], {}
+    for s, chart in build_charts(frame):
+        path = f"charts/{s.id}.svg"
+        files[path] = vlc.vegalite_to_svg(chart.to_json())
+        charts.append({"id": s.id, "title": s.title, "question": s.question, "path": path})
+    return _render("report.md.j2", {**context, "charts": charts}, template_dir_override, False), files
+
+
+def write_reports(
+    folder: Path, frame: pl.LazyFrame, manifest: dict, formats: Sequence[str], template_dir_override=None
+) -> list[str]:
+    """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
+    written = []
+    if "html" in formats:
+        (folder / "report.html").write_text(render_html(frame, manifest, template_dir_override), encoding="utf-8")
+        written.append("report.html")
+    if "md" in formats:
+        text, files = render_markdown(frame, manifest, template_dir_override)
+        (folder / "charts").mkdir(exist_ok=True)
+        for rel, svg in files.items():
+            (folder / rel).write_text(svg, encoding="utf-8")
+            written.append(rel)
+        (folder / "report.md").write_text(text, encoding="utf-8")
+        written.append("report.md")
+    return written

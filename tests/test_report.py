@@ -1,0 +1,224 @@
+"""Reports: offline HTML that really renders, escaped names, deterministic Markdown, chart content."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from llmsweep import charts, pipeline
+from llmsweep.cli import main
+from llmsweep.report import build_context
+
+from .conftest import ROOT
+
+GOLDEN = Path(__file__).parent / "golden" / "example-report.md"
+EVIL = "<img src=x onerror=alert(1)>"
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    pipeline.run(ROOT / "sweeps" / "example.yaml", out)
+    return out / "example"
+
+
+@pytest.fixture(scope="module")
+def frame(example) -> pl.LazyFrame:
+    return pl.scan_parquet(example / "estimates.parquet")
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def render_in_browser(path: Path, tmp_path: Path) -> str:
+    """The DOM after load, in headless Chromium with every host unresolvable (no network)."""
+    cmd = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chrome'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        path.resolve().as_uri(),
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+
+
+@pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (.ci/run installs Debian's chromium)")
+def test_html_renders_every_chart_offline(example, tmp_path):
+    dom = render_in_browser(example / "report.html", tmp_path)
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    charts_n = int(re.search(r'data-charts="(\d+)"', body).group(1))
+    assert charts_n == 5  # memory, decode, TTFT, roofline, frontier (no prices: no cost chart)
+    assert f'data-rendered="{charts_n}"' in body
+    assert 'data-errors="0"' in body
+    assert dom.count('class="marks"') == charts_n  # one rendered vega SVG per chart
+
+
+def test_html_is_self_contained(example):
+    html = (example / "report.html").read_text()
+    assert not re.search(r"<script[^>]*\ssrc=", html)
+    assert not re.search(r"<link[^>]*stylesheet", html)
+    assert "@import" not in html
+    assert html.count("window.vegaEmbed=") == 1  # the bundle is inlined once, not per chart
+    assert len(html.encode()) < 5_000_000
+
+
+def test_names_with_html_are_shown_as_text(tmp_path, catalog):
+    sweep = {
+        "name": "xss",
+        "title": f"Title {EVIL}",
+        "grid": {"gpu": [EVIL], "model": [EVIL], "batch": [1, 4]},
+        "gpus": {EVIL: {"memory_gb": 80, "memory_bandwidth_gbps": 3000, "dense_tflops": {"bf16": 900}}},
+        "models": {EVIL: {**catalog.model("meta-llama/Llama-3.1-8B").config, "license": EVIL}},
+    }
+    path = tmp_path / "xss.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    pipeline.run(path, tmp_path / "out", formats=["parquet", "html", "md"])
+    html = (tmp_path / "out" / "xss" / "report.html").read_text()
+    md = (tmp_path / "out" / "xss" / "report.md").read_text()
+    assert EVIL not in html and EVIL not in md
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "&lt;img src=x onerror=alert(1)&gt;" in md
+    if chromium():
+        dom = render_in_browser(tmp_path / "out" / "xss" / "report.html", tmp_path)
+        assert 'data-errors="0"' in dom and '<img src="x"' not in dom
+
+
+def test_markdown_golden(example):
+    text = (example / "report.md").read_text()
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text(), "report.md changed; if on purpose, rerun with UPDATE_GOLDEN=1"
+
+
+def test_markdown_links_are_relative_and_exist(example):
+    text = (example / "report.md").read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert links == [f"charts/{c}.svg" for c in ("memory", "decode", "ttft", "roofline", "frontier")]
+    for link in links:
+        assert (example / link).read_text().startswith("<svg")
+
+
+def test_reports_are_deterministic(example, tmp_path):
+    pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path)
+    for f in ("report.html", "report.md", "charts/memory.svg"):
+        assert (tmp_path / "example" / f).read_bytes() == (example / f).read_bytes(), f
+
+
+def test_report_command_rerenders_without_recomputing(example, tmp_path):
+    copy = tmp_path / "example"
+    shutil.copytree(example, copy)
+    (copy / "report.md").unlink()
+    shutil.rmtree(copy / "charts")
+    r = CliRunner().invoke(main, ["report", str(copy / "estimates.parquet"), "--format", "md"])
+    assert r.exit_code == 0, r.output
+    assert (copy / "report.md").read_bytes() == (example / "report.md").read_bytes()
+    r = CliRunner().invoke(main, ["report", str(tmp_path / "nowhere" / "estimates.parquet")])
+    assert r.exit_code == 1 and "not found" in r.output
+
+
+def test_template_dir_overrides_one_template(example, tmp_path):
+    custom = tmp_path / "templates"
+    custom.mkdir()
+    (custom / "report.md.j2").write_text("# {{ title }}\n{{ rows | num }} rows, {{ fit | num }} fit\n")
+    copy = tmp_path / "example"
+    shutil.copytree(example, copy)
+    r = CliRunner().invoke(
+        main, ["report", str(copy / "estimates.parquet"), "--format", "md", "--template-dir", str(custom)]
+    )
+    assert r.exit_code == 0, r.output
+    assert (copy / "report.md").read_text() == "# Example: Llama 3.1 8B and 70B on H100 and L40S\n72 rows, 59 fit\n"
+
+
+def test_recommendations_rank_fitting_options(frame, example):
+    import json
+
+    ctx = build_context(frame, json.loads((example / "manifest.json").read_text()))
+    assert ctx["rank"]["column"] == "output_tokens_per_s_per_gpu"  # no prices in the example sweep
+    assert [g["model"] for g in ctx["recommendations"]] == ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B"]
+    for group in ctx["recommendations"]:
+        scores = [o["score"] for o in group["options"]]
+        assert scores == sorted(scores, reverse=True) and len(scores) == 5  # top_n: 5 in the sweep
+        assert all(o["fits"] for o in group["options"])
+        options = [(o["gpu"], o["precision"], o["tp"], o["pp"]) for o in group["options"]]
+        assert len(set(options)) == len(options)  # an option appears once, at its best batch
+    best8b = ctx["recommendations"][1]["options"][0]
+    fits8b = frame.filter(pl.col("fits") & (pl.col("model") == "meta-llama/Llama-3.1-8B")).collect()
+    assert best8b["score"] == fits8b["output_tokens_per_s_per_gpu"].max()
+    int4 = [o for g in ctx["recommendations"] for o in g["options"] if o["precision"] == "int4"]
+    assert int4 and all("4-bit and lower" in o["caveats"][0] for o in int4)
+    assert ctx["recommendations"][0]["license"] == "Llama 3.1 Community License"
+
+
+def test_memory_chart_data(frame):
+    data = charts.memory_data(frame)
+    # Llama-3.1-70B bf16 on H100 needs tp 2: 70,553,706,496 x 2 bytes / 2 GPUs = 65.71 GiB of weights
+    row = data.filter(
+        (pl.col("model") == "meta-llama/Llama-3.1-70B")
+        & (pl.col("option") == "h100-sxm · bf16 · tp2 pp1")
+        & (pl.col("component") == "weights")
+    )
+    assert row["gib"].item() == pytest.approx(70_553_706_496 * 2 / 2 / GIB)
+    assert row["usable_gib"].item() == pytest.approx(72.0)  # 80 GiB x 0.9
+    assert set(data["component"]) == {"weights", "KV cache", "activations", "overhead"}
+
+
+def test_decode_chart_data(frame):
+    data = charts.decode_data(frame)
+    row = data.filter(
+        (pl.col("model") == "meta-llama/Llama-3.1-8B")
+        & (pl.col("option") == "h100-sxm · bf16 · tp1 pp1")
+        & (pl.col("batch") == 16)
+        & (pl.col("measure") == "aggregate")
+    )
+    expected = frame.filter(
+        (pl.col("model") == "meta-llama/Llama-3.1-8B")
+        & (pl.col("gpu") == "h100-sxm")
+        & (pl.col("precision") == "bf16")
+        & (pl.col("batch") == 16)
+    ).collect()
+    assert row["tokens_per_s"].item() == expected["decode_tokens_per_s"].item()
+
+
+def test_ttft_and_roofline_chart_data(frame):
+    ttft = charts.ttft_data(frame)
+    assert set(ttft["input_tokens"]) == {1024}
+    points = charts.roofline_data(frame)
+    roofs = charts.roofline_roofs(points)
+    h100 = roofs.filter(pl.col("gpu") == "h100-sxm")
+    # the roof is min(peak, intensity x bandwidth): bf16 peak 989 TFLOP/s, ridge at 989e12 / 3.35e12 = 295 FLOP/byte
+    assert h100["flops_per_s"].max() == pytest.approx(989e12)
+    assert h100.filter(pl.col("intensity") == 1.0)["flops_per_s"].item() == pytest.approx(3.35e12)
+    assert (points["flops_per_s"] <= points["peak_flops_per_s"] * (1 + 1e-9)).all()
+
+
+def test_frontier_is_pareto(frame):
+    data = charts.frontier_data(frame)
+    for _, group in data.group_by(["model", "gpu"]):
+        g = group.sort("per_user")
+        assert g["per_gpu"].is_sorted(descending=True)  # faster per user only at a cost per GPU
+
+
+def test_no_cost_chart_without_prices(frame):
+    assert charts.cost_data(frame).height == 0
+    assert [s.id for s, _ in charts.build_charts(frame)] == ["memory", "decode", "ttft", "roofline", "frontier"]
