@@ -15,7 +15,7 @@ from typing import Literal
 
 import polars as pl
 
-Kind = Literal["identity", "fact", "derived", "estimate"]
+Kind = Literal["identity", "fact", "derived", "estimate", "plan"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,28 +321,166 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("reason", S, "", "Why not", "Why the configuration cannot run (null when it can)."),
         ("notes", S, "", "Notes", "Assumptions made for this row (e.g. a compute-dtype fallback)."),
     )
+    + _cols(
+        "plan",
+        # Capacity and cost (plan.py): prices from the sweep's `costs`, else the catalog's dated
+        # example prices; capacity from its `workload`; targets from its `slo`.
+        (
+            "usd_per_gpu_hour",
+            F,
+            "USD/h",
+            "Price per GPU-hour",
+            "Rent, or purchase amortised + power + hosting, per GPU-hour.",
+        ),
+        ("price_source", S, "", "Price source", "Where usd_per_gpu_hour comes from (the sweep, or a dated example)."),
+        ("usd_per_hour", F, "USD/h", "Replica cost per hour", "usd_per_gpu_hour x gpus."),
+        (
+            "usd_per_million_output_tokens",
+            F,
+            "USD",
+            "USD per million output tokens",
+            "usd_per_hour / (output_tokens_per_s x 3600) x 10^6, the replica fully loaded.",
+        ),
+        (
+            "usd_per_million_input_tokens",
+            F,
+            "USD",
+            "USD per million input tokens",
+            "The same hour's cost per prompt token: usd_per_hour / (requests/s x input_tokens x 3600) x 10^6.",
+        ),
+        (
+            "tokens_per_joule",
+            F,
+            "tokens/J",
+            "Tokens per joule",
+            "output_tokens_per_s / (gpus x TDP x power_utilization).",
+        ),
+        ("meets_slo", B, "", "Meets SLO", "Fits, and TTFT, TPOT and request latency are within the sweep's targets."),
+        ("slo_miss", S, "", "SLO miss", "Which target this row misses and by how much (null when it meets them)."),
+        (
+            "requests_per_s_per_replica",
+            F,
+            "requests/s",
+            "Requests/s per replica",
+            "output_tokens_per_s / output_tokens.",
+        ),
+        (
+            "replicas",
+            I,
+            "replicas",
+            "Replicas",
+            "ceil(peak requests/s / requests/s per replica x (1 + headroom)) + redundancy.",
+        ),
+        ("gpus_needed", I, "GPUs", "GPUs needed", "replicas x tp x pp."),
+        ("servers_needed", I, "servers", "Servers needed", "ceil(gpus_needed / gpus_per_node)."),
+        ("utilization", F, "fraction", "Utilisation", "Average load / capacity of the whole fleet."),
+        ("fleet_usd_per_month", F, "USD", "Fleet USD per month", "gpus_needed x usd_per_gpu_hour x 730 h."),
+        (
+            "fleet_usd_per_million_output_tokens",
+            F,
+            "USD",
+            "Fleet USD per million output tokens",
+            "The fleet's cost over the tokens it actually serves at average load (idle headroom included).",
+        ),
+        ("tco_3y_usd", F, "USD", "3-year TCO", "The fleet for three years: purchase + power + hosting, or rent."),
+        # plan.csv only: one row per option at the largest batch that meets the targets
+        (
+            "slo_batch",
+            I,
+            "sequences",
+            "SLO batch",
+            "Largest batch that fits and meets every target (0 = none: the option is shown at batch 1).",
+            False,
+        ),
+        ("rank", I, "", "Rank", "Rank by rank_by among the model's options that meet the SLO.", False),
+        ("rent_usd_per_gpu_hour", F, "USD/h", "Rent", "Rental part of usd_per_gpu_hour.", False),
+        ("amortized_usd_per_gpu_hour", F, "USD/h", "Amortisation", "purchase / (years x 8,760 h).", False),
+        ("power_usd_per_gpu_hour", F, "USD/h", "Power", "TDP x utilisation x PUE x USD/kWh.", False),
+        ("hosting_usd_per_gpu_hour", F, "USD/h", "Hosting", "USD per kW-month x TDP x PUE / 730 h.", False),
+        ("purchase_usd_per_gpu", F, "USD", "Purchase per GPU", "Purchase price of one GPU (per server / GPUs).", False),
+        ("peak_requests_per_s", F, "requests/s", "Peak traffic", "Workload requests/s x peak_factor.", False),
+        ("headroom", F, "fraction", "Headroom", "Spare capacity on top of the peak.", False),
+        ("redundancy", I, "replicas", "Redundancy", "Spare replicas (n+1 = 1).", False),
+        ("ttft_target_s", F, "s", "TTFT target", "The sweep's slo.ttft_s.", False),
+        ("tpot_target_s", F, "s", "TPOT target", "The sweep's slo.tpot_s.", False),
+        ("request_latency_target_s", F, "s", "Latency target", "The sweep's slo.request_latency_s.", False),
+    )
 )
 
 BY_NAME: dict[str, Column] = {col.name: col for col in COLUMNS}
-NUMERIC: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.dtype in (F, I) and col.kind != "derived")
-# Columns capacity planning adds when the sweep has a workload and costs (plan.py).
-PLAN_COLUMNS: tuple[str, ...] = (
-    "usd_per_hour",
-    "usd_per_million_output_tokens",
-    "usd_per_million_input_tokens",
-    "replicas",
-    "gpus_needed",
+NUMERIC: tuple[str, ...] = tuple(
+    col.name
+    for col in COLUMNS
+    if col.dtype in (F, I) and col.kind != "derived" and (col.exported or col.name == "slo_batch")
 )
-RANKABLE: tuple[str, ...] = NUMERIC + PLAN_COLUMNS
+# Columns capacity planning adds when the sweep has a workload and costs (plan.py).
+RANKABLE: tuple[str, ...] = NUMERIC
 
 
 def higher_is_better(name: str) -> bool:
     """Ranking direction: throughput and batch capacity up; time, bytes, GPUs and money down."""
     col = BY_NAME.get(name)
-    return col is not None and col.unit in ("tokens/s", "sequences", "FLOP/byte")
+    return col is not None and col.unit in ("tokens/s", "sequences", "FLOP/byte", "tokens/J", "requests/s")
 
 
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
+# plan.csv: one row per option, every cost component and the assumptions used.
+PLAN_EXPORTED: tuple[str, ...] = (
+    "rank",
+    "gpu",
+    "model",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "gpus",
+    "input_tokens",
+    "output_tokens",
+    "slo_batch",
+    "batch",
+    "meets_slo",
+    "slo_miss",
+    "fits",
+    "reason",
+    "ttft_s",
+    "tpot_s",
+    "request_latency_s",
+    "decode_tokens_per_s_per_seq",
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "memory_per_gpu_bytes",
+    "max_batch",
+    "bound",
+    "decode_weight_fraction",
+    "decode_comm_s",
+    "bytes_per_weight",
+    "compute_dtype",
+    "requests_per_s_per_replica",
+    "replicas",
+    "gpus_needed",
+    "servers_needed",
+    "utilization",
+    "usd_per_gpu_hour",
+    "rent_usd_per_gpu_hour",
+    "amortized_usd_per_gpu_hour",
+    "power_usd_per_gpu_hour",
+    "hosting_usd_per_gpu_hour",
+    "purchase_usd_per_gpu",
+    "price_source",
+    "usd_per_hour",
+    "usd_per_million_output_tokens",
+    "usd_per_million_input_tokens",
+    "fleet_usd_per_month",
+    "fleet_usd_per_million_output_tokens",
+    "tco_3y_usd",
+    "tokens_per_joule",
+    "peak_requests_per_s",
+    "headroom",
+    "redundancy",
+    "ttft_target_s",
+    "tpot_target_s",
+    "request_latency_target_s",
+)
 SCHEMA: dict[str, pl.DataType] = {col.name: col.dtype for col in COLUMNS}  # type: ignore[misc]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -30,6 +31,10 @@ _XLSX_FORMATS = {
     "W": "#,##0",
     "parameters": "#,##0",
     "experts": "0.00",
+    "USD": "$#,##0.00",
+    "USD/h": "$#,##0.000",
+    "requests/s": "#,##0.00",
+    "tokens/J": "#,##0.00",
 }
 
 
@@ -65,38 +70,41 @@ def write_parquet(frame: pl.LazyFrame, path: Path) -> None:
     frame.sink_parquet(path, compression="zstd", statistics=True)
 
 
-def write_xlsx(frame: pl.DataFrame, path: Path, sheet: str = "estimates") -> None:
-    """For finance: column names, then a row of units, a frozen header, number formats by unit."""
+def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
+    """For finance: one sheet per table; column names, then a row of units, a frozen header,
+    number formats by unit."""
     import xlsxwriter
 
-    if frame.height > XLSX_MAX_ROWS:
-        raise LlmsweepError(
-            f"{frame.height:,} rows is more than an XLSX sheet should hold (limit {XLSX_MAX_ROWS:,}); "
-            "use the CSV or Parquet, or leave xlsx out of --format"
-        )
+    for name, frame in sheets.items():
+        if frame.height > XLSX_MAX_ROWS:
+            raise LlmsweepError(
+                f"{frame.height:,} rows is more than an XLSX sheet should hold (limit {XLSX_MAX_ROWS:,}) in "
+                f"sheet {name!r}; use the CSV or Parquet, or leave xlsx out of --format"
+            )
     wb = xlsxwriter.Workbook(str(path), {"constant_memory": True, "nan_inf_to_errors": True})
     wb.set_properties({"created": dt.datetime(2000, 1, 1)})  # fixed: same input, same bytes
-    ws = wb.add_worksheet(sheet)
     bold = wb.add_format({"bold": True, "bottom": 1})
     unit_fmt = wb.add_format({"italic": True, "font_color": "#555555"})
     formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
-    cols = [BY_NAME.get(name) for name in frame.columns]
-    for j, (name, col) in enumerate(zip(frame.columns, cols, strict=True)):
-        ws.set_column(j, j, max(10, min(len(name) + 2, 28)), formats.get(col.unit) if col else None)
-    ws.freeze_panes(2, 0)
-    # constant_memory writes row by row: the names, then the units, then the data
-    ws.write_row(0, 0, frame.columns, bold)
-    ws.write_row(1, 0, [col.unit if col else "" for col in cols], unit_fmt)
-    for i, row in enumerate(frame.iter_rows(), start=2):
-        for j, v in enumerate(row):
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                ws.write_boolean(i, j, v)
-            elif isinstance(v, int | float):
-                ws.write_number(i, j, v)
-            else:
-                ws.write_string(i, j, str(v))
+    for name, frame in sheets.items():
+        ws = wb.add_worksheet(name)
+        cols = [BY_NAME.get(n) for n in frame.columns]
+        for j, (n, col) in enumerate(zip(frame.columns, cols, strict=True)):
+            ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(col.unit) if col else None)
+        ws.freeze_panes(2, 0)
+        # constant_memory writes row by row: the names, then the units, then the data
+        ws.write_row(0, 0, frame.columns, bold)
+        ws.write_row(1, 0, [col.unit if col else "" for col in cols], unit_fmt)
+        for i, row in enumerate(frame.iter_rows(), start=2):
+            for j, v in enumerate(row):
+                if v is None or (isinstance(v, float) and not math.isfinite(v)):
+                    continue
+                if isinstance(v, bool):
+                    ws.write_boolean(i, j, v)
+                elif isinstance(v, int | float):
+                    ws.write_number(i, j, v)
+                else:
+                    ws.write_string(i, j, str(v))
     wb.close()
 
 

@@ -156,7 +156,13 @@ class GridParts:
     layouts: pl.LazyFrame
     lengths: pl.LazyFrame
     batches: pl.LazyFrame
-    keep: pl.Expr | None = None  # rows to keep (exclusion rules), None = all
+    exclude: Sequence[dict[str, Sequence]] = ()
+    contexts: Sequence[int] | None = None
+
+    @property
+    def keep(self) -> pl.Expr | None:
+        """Rows to keep (exclusion rules and the context axis), None = all."""
+        return keep_filter(self.exclude, self.contexts)
 
     def _filter(self, frame: pl.LazyFrame) -> pl.LazyFrame:
         return frame if self.keep is None else frame.filter(self.keep)
@@ -177,6 +183,13 @@ class GridParts:
         return pl.concat(
             [self._estimate(layouts.slice(i, step).lazy()) for i in range(0, max(layouts.height, 1), step)]
         )
+
+    def options(self) -> pl.LazyFrame:
+        """Layouts x lengths with their estimates, before any batch: one row per hardware option.
+        Exclusion rules that name a batch do not apply (an option's batch is chosen later)."""
+        keep = keep_filter([r for r in self.exclude if "batch" not in r], self.contexts)
+        frame = add_length_estimates(add_layout_estimates(self.layouts).join(self.lengths, **_CROSS))
+        return frame if keep is None else frame.filter(keep)
 
     def _estimate(self, layouts: pl.LazyFrame) -> pl.LazyFrame:
         lengths = add_length_estimates(add_layout_estimates(layouts).join(self.lengths, **_CROSS))
@@ -239,7 +252,7 @@ def grid_parts(
             "batch_is_max": batch_is_max,
         }
     )
-    return GridParts(layouts, lengths, batches, keep_filter(exclude, contexts))
+    return GridParts(layouts, lengths, batches, tuple(exclude), contexts)
 
 
 def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import polars as pl
 
-from llmsweep import __version__
+from llmsweep import __version__, plan
+from llmsweep.columns import PLAN_EXPORTED, SCHEMA
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, atomic_folder, write_csv, write_manifest, write_parquet, write_xlsx
@@ -28,12 +29,51 @@ Progress = Callable[[str], None]
 
 
 def compute(sweep: Sweep, chunk_rows: int | None = None) -> pl.LazyFrame:
-    """The estimates of every configuration in the sweep (exported columns, declared order)."""
+    """The estimates of every configuration in the sweep, with cost, SLO and capacity columns
+    (exported columns, declared order)."""
     parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
-    return select_exported(parts.estimate(chunk_rows))
+    return select_exported(plan.add_plan_columns(parts.estimate(chunk_rows), plan.plan_inputs(sweep)))
 
 
-def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]) -> dict:
+@dataclass(frozen=True)
+class Plan:
+    options: pl.DataFrame  # plan.csv: every option at its slo_batch, ranked
+    rank_by: str  # the column ranked by (rank_by, or a fallback)
+    notes: tuple[str, ...]
+    sensitivity: dict[str, list[dict]]  # per model: the top option against the runner-up
+
+
+def compute_plan(sweep: Sweep) -> Plan:
+    """Every hardware option at the largest batch that meets the targets, ranked, and how robust
+    each model's top recommendation is."""
+    parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
+    inputs = plan.plan_inputs(sweep)
+    base = parts.options().collect()
+    opts = plan.options(base.lazy(), inputs)
+    if opts.height == 0:
+        return Plan(opts, sweep.spec.rank_by, (), {})
+    column, note = plan.rank_column(opts, sweep.spec.rank_by)
+    ranked = plan.rank(opts, column)
+    sens = {}
+    keys = plan.OPTION_KEYS
+    top2 = ranked.filter(pl.col("rank") <= 2).sort([*plan.WORKLOAD_KEYS, "rank"])
+    for (model, s_in, s_out), group in top2.group_by(plan.WORKLOAD_KEYS, maintain_order=True):
+        if group.height == 2:
+            pair = group.select(keys).with_row_index("_pair")
+            rows = base.join(pair, on=keys).sort("_pair").drop("_pair")
+            sens[f"{model}|{s_in}|{s_out}"] = plan.sensitivity(rows, inputs, column)
+    exported = ranked.select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
+    notes = [note] if note else []
+    unmet = ranked.group_by(plan.WORKLOAD_KEYS, maintain_order=True).agg(
+        pl.col("rank").is_not_null().any().alias("met"), pl.col("fits").any().alias("fits")
+    )
+    for model, s_in, s_out, _met, fits in unmet.filter(~pl.col("met")).rows():
+        why = "meets the latency targets at any batch" if fits else "fits in memory"
+        notes.append(f"no option for {model} ({s_in} in, {s_out} out) {why}; none is recommended")
+    return Plan(exported, column, tuple(notes), sens)
+
+
+def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str], the_plan: Plan) -> dict:
     """What was run, with what, from which facts: enough to reproduce and audit the result."""
     cat = sweep.catalog
     return {
@@ -51,6 +91,9 @@ def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]
         "grid_size_before_exclusions": sweep.size,
         "files": list(files),
         "notes": list(notes),
+        "rank_by": the_plan.rank_by,
+        "prices": {g: vars(p) for g, p in plan.plan_inputs(sweep).prices.items()},
+        "sensitivity": the_plan.sensitivity,
         "catalog": {
             "gpus": {g: _entry(cat.gpu(g)) for g in sweep.axes.gpu},
             "models": {m: _entry(cat.model(m)) for m in sweep.axes.model},
@@ -98,7 +141,7 @@ def run(
     say = progress or (lambda _msg: None)
     sweep = load(path, max_rows=max_rows, profile=profile)
     wanted = list(dict.fromkeys(formats or sweep.spec.report.formats))
-    notes = list(sweep.notes)
+    notes = [*sweep.notes, *plan.plan_inputs(sweep).notes]
     say(f"estimating up to {sweep.size:,} configurations")
     frame = compute(sweep, CHUNK_ROWS)
     target = Path(out_root) / sweep.spec.name
@@ -111,24 +154,34 @@ def run(
         rows = table.select(pl.len()).collect().item()
         if rows == 0:
             raise LlmsweepError(f"{sweep.file}: the exclusion rules leave no configuration to estimate")
+        say("ranking options at the largest batch that meets the targets")
+        the_plan = compute_plan(sweep)
+        opts = the_plan.options
+        notes.extend(the_plan.notes)
+        write_parquet(opts.lazy(), tmp / "plan.parquet")
         if "csv" in tables:
-            say("writing estimates.csv")
+            say("writing estimates.csv and plan.csv")
             write_csv(table, tmp / "estimates.csv")
+            write_csv(opts.lazy(), tmp / "plan.csv")
         if "xlsx" in tables and rows > XLSX_MAX_ROWS and formats is None:
             notes.append(f"estimates.xlsx not written: {rows:,} rows exceed the {XLSX_MAX_ROWS:,}-row limit")
             tables.remove("xlsx")
         elif "xlsx" in tables:
             say("writing estimates.xlsx")
-            write_xlsx(table.collect(), tmp / "estimates.xlsx")
-        written = [f"estimates.{f}" for f in TABLE_FORMATS if f in tables]
+            write_xlsx({"estimates": table.collect(), "plan": opts}, tmp / "estimates.xlsx")
+        written = ["estimates.csv", "plan.csv"] if "csv" in tables else []
+        written += [f"estimates.{f}" for f in ("parquet", "xlsx") if f in tables]
+        written.append("plan.parquet")
         reports = [f for f in wanted if f in REPORT_FORMATS]
         if reports:
             say("writing " + " and ".join(f"report.{f}" for f in reports))
-            written += write_reports(tmp, table, manifest(sweep, rows, [], notes), reports, template_dir)
+            written += write_reports(
+                tmp, table, opts, manifest(sweep, rows, [], notes, the_plan), reports, template_dir
+            )
         if "parquet" not in tables:
             parquet.unlink()
         written.append("manifest.json")
-        write_manifest(manifest(sweep, rows, written, notes), tmp / "manifest.json")
+        write_manifest(manifest(sweep, rows, written, notes, the_plan), tmp / "manifest.json")
     return RunResult(target, tuple(target / f for f in written), rows, tuple(notes))
 
 
@@ -154,9 +207,11 @@ def rerender(
         ) from None
     except (OSError, ValueError, pl.exceptions.PolarsError) as e:
         raise LlmsweepError(f"{path}: cannot read saved results: {e}") from None
+    plan_path = folder / "plan.parquet"
+    options = pl.read_parquet(plan_path) if plan_path.exists() else pl.DataFrame()
     tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
     try:
-        written = write_reports(tmp, table, manifest_data, formats, template_dir)
+        written = write_reports(tmp, table, options, manifest_data, formats, template_dir)
         if (tmp / "charts").is_dir():
             shutil.rmtree(folder / "charts", ignore_errors=True)
             os.replace(tmp / "charts", folder / "charts")

@@ -20,8 +20,8 @@ import polars as pl
 from llmsweep.charts import build_charts
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.errors import LlmsweepError
+from llmsweep.plan import FALLBACK_RANK, break_even
 
-FALLBACK_RANK = "output_tokens_per_s_per_gpu"
 TABLE_ROWS = 200  # configurations listed in the report's table (the CSV has them all)
 LOW_BIT_CAVEAT = (
     "4-bit and lower weight formats lose visible quality on code, maths and long documents: "
@@ -143,27 +143,19 @@ def _why(r: dict) -> str:
         text = f"communication-bound: tp={r['tp']} all-reduces take {r['decode_comm_s'] / r['tpot_s']:.0%} of each step"
     else:
         text = "fixed per-step costs dominate (a small model): larger batches amortise them"
-    if r["batch"] == r["max_batch"]:
+    if r["batch"] >= r["max_batch"]:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
+    elif r.get("slo_batch") and r["slo_batch"] < r["max_batch"]:
+        text += f"; the latency targets hold the batch at {r['slo_batch']} (memory allows {r['max_batch']})"
     return text + "."
-
-
-def _rank(frame: pl.LazyFrame, rank_by: str) -> tuple[str, bool, str | None]:
-    names = frame.collect_schema().names()
-    if rank_by in names:
-        return rank_by, higher_is_better(rank_by), None
-    note = f"{rank_by} needs prices and a workload in the sweep; ranked by output tokens/s per GPU instead."
-    return FALLBACK_RANK, True, note
 
 
 MAX_WORKLOADS = 4  # (input, output) pairs given recommendations of their own; beyond, one representative pair
 
 
-def workloads(frame: pl.LazyFrame, preferred: tuple[int | None, int | None] = (None, None)) -> tuple[list, str | None]:
+def workloads(pairs: list[tuple[int, int]], preferred: tuple[int | None, int | None]) -> tuple[list, str | None]:
     """The (input, output) pairs that get recommendations: all of them when there are few; else the
     sweep's workload lengths if the grid has them, or the pair nearest the median lengths."""
-    pairs = frame.select("input_tokens", "output_tokens").unique().sort(["input_tokens", "output_tokens"]).collect()
-    pairs = [tuple(p) for p in pairs.rows()]
     if len(pairs) <= MAX_WORKLOADS:
         return pairs, None
     if preferred in pairs:
@@ -174,65 +166,78 @@ def workloads(frame: pl.LazyFrame, preferred: tuple[int | None, int | None] = (N
         chosen = min(pairs, key=lambda p: (abs(p[0] - mid_in), abs(p[1] - mid_out)))
     note = (
         f"The sweep has {len(pairs)} input/output length pairs; recommendations are shown for "
-        f"{chosen[0]:,} in / {chosen[1]:,} out, and estimates.csv has every pair."
+        f"{chosen[0]:,} in / {chosen[1]:,} out, and plan.csv has every pair."
     )
     return [chosen], note
 
 
+def _option(r: dict, column: str) -> dict:
+    caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
+    return {**r, "score": r[column], "why": _why(r), "caveats": caveats}
+
+
 def recommendations(
-    frame: pl.LazyFrame, rank_by: str, top_n: int, licenses: dict[str, str], pairs: list[tuple[int, int]]
-) -> tuple[list[dict], str, str | None]:
-    """Per model and workload (input, output lengths), the top_n options among rows that fit. An
-    option is a GPU x precision x KV precision x tp x pp layout at its best batch; ties keep the
-    sweep's order (stable sort)."""
-    column, higher, note = _rank(frame, rank_by)
-    chosen = pl.concat_str("input_tokens", "output_tokens", separator="/").is_in([f"{a}/{b}" for a, b in pairs])
-    fits = frame.filter(pl.col("fits") & pl.col(column).is_not_null() & chosen).with_columns(
-        [pl.col(c).cast(pl.String) for c in ("gpu", "model", "precision", "kv_precision", "bound", "compute_dtype")]
-    )
-    option = ["model", "input_tokens", "output_tokens", "gpu", "precision", "kv_precision", "tp", "pp"]
-    best = (
-        fits.with_row_index("_order")
-        .sort([column, "_order"], descending=[higher, False])
-        .group_by(option, maintain_order=True)
-        .first()
-        .with_columns(_rank=pl.int_range(pl.len()).over(["model", "input_tokens", "output_tokens"]) + 1)
-        .filter(pl.col("_rank") <= top_n)
-        .collect()
-    )
+    options: pl.DataFrame,
+    column: str,
+    top_n: int,
+    licenses: dict[str, str],
+    pairs: list[tuple[int, int]],
+    sensitivity: dict[str, list[dict]],
+) -> list[dict]:
+    """Per model and workload: the top_n options that meet the targets (ranked by `column`, the
+    first is the recommendation and the second the runner-up), the best option that misses the
+    targets and by how much, a break-even line when buying competes with renting, and how the top
+    choice holds up when an assumption moves by 20 %."""
+    higher = higher_is_better(column)
+    opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String))
     groups = []
-    for (model, s_in, s_out), rows in best.group_by(["model", "input_tokens", "output_tokens"], maintain_order=True):
-        options = []
-        for r in rows.iter_rows(named=True):
-            caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
-            options.append({**r, "rank": r["_rank"], "score": r[column], "why": _why(r), "caveats": caveats})
+    for model, s_in, s_out in sorted(opts.select("model", "input_tokens", "output_tokens").unique().rows()):
+        if (s_in, s_out) not in pairs:
+            continue
+        rows = opts.filter(
+            (pl.col("model") == model) & (pl.col("input_tokens") == s_in) & (pl.col("output_tokens") == s_out)
+        )
+        ranked = rows.filter(pl.col("rank").is_not_null()).sort("rank").head(top_n)
+        missing = rows.filter(pl.col("fits") & ~pl.col("meets_slo") & pl.col(column).is_not_null())
+        missing = missing.with_row_index("_o").sort([column, "_o"], descending=[higher, False]).head(1)
+        scores = ranked[column].to_list()
+        ties = [i + 1 for i in range(1, len(scores)) if scores[i] == scores[i - 1]]
         groups.append(
             {
                 "model": model,
                 "input_tokens": s_in,
                 "output_tokens": s_out,
-                "options": options,
                 "license": licenses.get(model, "unknown: check the model card"),
+                "options": [_option(r, column) for r in ranked.iter_rows(named=True)],
+                "miss": _option(missing.row(0, named=True), column) if missing.height else None,
+                "ties": ties,
+                "break_even": break_even(rows, model) if column.startswith("usd") else None,
+                "sensitivity": sensitivity.get(f"{model}|{s_in}|{s_out}", []),
             }
         )
-    groups.sort(key=lambda g: (g["model"], g["input_tokens"], g["output_tokens"]))
-    return groups, column, note
+    return groups
 
 
-def build_context(frame: pl.LazyFrame, manifest: dict) -> dict:
+def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) -> dict:
     """Everything a report shows, as plain data."""
     spec = yaml_spec(manifest)
     report = spec.get("report") or {}
     top_n = int(report.get("top_n", 10))
     cat = manifest["catalog"]
     licenses = {m: e.get("license", "unknown") for m, e in cat["models"].items()}
+    column = manifest.get("rank_by") or spec.get("rank_by", FALLBACK_RANK)
+    if column not in options.columns and column not in frame.collect_schema().names():
+        column = FALLBACK_RANK
+    higher = higher_is_better(column)
     load = spec.get("workload") or {}
-    pairs, workload_note = workloads(frame, (load.get("input_tokens"), load.get("output_tokens")))
-    recs, rank_column, rank_note = recommendations(
-        frame, spec.get("rank_by", "usd_per_million_output_tokens"), top_n, licenses, pairs
+    pairs = sorted(options.select("input_tokens", "output_tokens").unique().rows()) if options.height else []
+    pairs, workload_note = workloads(pairs, (load.get("input_tokens"), load.get("output_tokens")))
+    recs = (
+        recommendations(options, column, top_n, licenses, pairs, manifest.get("sensitivity") or {})
+        if options.height
+        else []
     )
     counts = frame.select(pl.len().alias("rows"), pl.col("fits").sum().alias("fit")).collect().row(0, named=True)
-    column, higher, _ = _rank(frame, rank_column)
     table = (
         frame.with_row_index("_order")
         .filter(pl.col("fits"))
@@ -242,6 +247,7 @@ def build_context(frame: pl.LazyFrame, manifest: dict) -> dict:
         .with_columns(pl.col(pl.Categorical).cast(pl.String))
         .collect()
     )
+    slo = spec.get("slo") or {}
     return {
         "title": spec.get("title") or spec.get("name") or manifest["sweep"]["name"],
         "name": manifest["sweep"]["name"],
@@ -255,11 +261,13 @@ def build_context(frame: pl.LazyFrame, manifest: dict) -> dict:
         "precisions": sorted(cat["precisions"]),
         "profile": manifest["profile"],
         "rank": {
-            "column": rank_column,
-            "label": BY_NAME[rank_column].label if rank_column in BY_NAME else rank_column,
+            "column": column,
+            "label": BY_NAME[column].label if column in BY_NAME else column,
             "higher_is_better": higher,
-            "note": rank_note,
         },
+        "slo": {k: v for k, v in slo.items() if v is not None},
+        "workload": load,
+        "prices": manifest.get("prices") or {},
         "recommendations": recs,
         "table": {"columns": table.columns, "rows": table.rows(), "shown": table.height, "total_fit": counts["fit"]},
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
@@ -309,10 +317,10 @@ def _render(template: str, context: dict, template_dir_override, html: bool) -> 
         raise LlmsweepError(f"template error in {template}: {e}") from None
 
 
-def render_html(frame: pl.LazyFrame, manifest: dict, template_dir_override=None) -> str:
+def render_html(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict, template_dir_override=None) -> str:
     import vl_convert as vlc
 
-    context = build_context(frame, manifest)
+    context = build_context(frame, options, manifest)
     bundle = vlc.javascript_bundle()
     if "</script" in bundle.lower():  # would end the inline <script> early
         raise LlmsweepError("the vega bundle contains '</script' and cannot be inlined")
@@ -323,11 +331,13 @@ def render_html(frame: pl.LazyFrame, manifest: dict, template_dir_override=None)
     return _render("report.html.j2", {**context, "charts": charts, "vega_bundle": bundle}, template_dir_override, True)
 
 
-def render_markdown(frame: pl.LazyFrame, manifest: dict, template_dir_override=None) -> tuple[str, dict[str, str]]:
+def render_markdown(
+    frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict, template_dir_override=None
+) -> tuple[str, dict[str, str]]:
     """(report.md text, {relative path: SVG text}) for the charts folder beside it."""
     import vl_convert as vlc
 
-    context = build_context(frame, manifest)
+    context = build_context(frame, options, manifest)
     charts, files = [], {}
     for s, chart in build_charts(frame):
         path = f"charts/{s.id}.svg"
@@ -337,15 +347,22 @@ def render_markdown(frame: pl.LazyFrame, manifest: dict, template_dir_override=N
 
 
 def write_reports(
-    folder: Path, frame: pl.LazyFrame, manifest: dict, formats: Sequence[str], template_dir_override=None
+    folder: Path,
+    frame: pl.LazyFrame,
+    options: pl.DataFrame,
+    manifest: dict,
+    formats: Sequence[str],
+    template_dir_override=None,
 ) -> list[str]:
     """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
     written = []
     if "html" in formats:
-        (folder / "report.html").write_text(render_html(frame, manifest, template_dir_override), encoding="utf-8")
+        (folder / "report.html").write_text(
+            render_html(frame, options, manifest, template_dir_override), encoding="utf-8"
+        )
         written.append("report.html")
     if "md" in formats:
-        text, files = render_markdown(frame, manifest, template_dir_override)
+        text, files = render_markdown(frame, options, manifest, template_dir_override)
         (folder / "charts").mkdir(exist_ok=True)
         for rel, svg in files.items():
             (folder / rel).write_text(svg, encoding="utf-8")

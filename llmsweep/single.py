@@ -10,6 +10,7 @@ from llmsweep.catalog import load_catalog
 from llmsweep.columns import BY_NAME
 from llmsweep.estimate import add_estimates, select_exported
 from llmsweep.grid import Axes, expand
+from llmsweep.plan import add_plan_columns, make_plan_inputs
 from llmsweep.present import format_value
 
 # What `llmsweep estimate` shows as a table, section by section.
@@ -63,6 +64,12 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "bandwidth_efficiency",
         "compute_efficiency",
     ),
+    "Cost (an example cloud price; a sweep's costs take your own)": (
+        "usd_per_gpu_hour",
+        "usd_per_hour",
+        "usd_per_million_output_tokens",
+        "tokens_per_joule",
+    ),
 }
 
 
@@ -83,11 +90,13 @@ class Estimate:
             lines.append(title)
             for n in names:
                 col = BY_NAME[n]
-                lines.append(f"  {col.label:<26} {format_value(col.unit, row[n])}")
+                lines.append(f"  {col.label:<30} {format_value(col.unit, row[n])}")
         if row["reason"]:
             lines.append(f"Does not run: {row['reason']}")
         if row["notes"]:
             lines.append(f"Note: {row['notes']}")
+        if row["price_source"]:
+            lines.append(f"Price: {row['price_source']}")
         lines.append(f"Profile: {self.profile}")
         return "\n".join(lines)
 
@@ -121,6 +130,7 @@ def estimate_one(
         tp=[tp],
         pp=[pp],
     )
-    frame = select_exported(add_estimates(expand(catalog, axes, prof))).collect()
-    notes = tuple(n for n in (g.note, m.note, p.note) if n)
+    prices = make_plan_inputs(catalog, [g.id])
+    frame = select_exported(add_plan_columns(add_estimates(expand(catalog, axes, prof)), prices)).collect()
+    notes = tuple(n for n in (g.note, m.note, p.note, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

@@ -42,8 +42,8 @@ def test_estimate_table():
         "1",
     )
     assert r.exit_code == 0, r.output
-    assert "Tokens/s per sequence      151.3 tokens/s" in r.output
-    assert "Weights per GPU            13.48 GB (12.55 GiB)" in r.output
+    assert "Tokens/s per sequence          151.3 tokens/s" in r.output
+    assert "Weights per GPU                13.48 GB (12.55 GiB)" in r.output
     assert "Profile: ideal" in r.output
 
 
@@ -62,14 +62,14 @@ def test_estimate_json_and_batch_max():
         "json",
     )
     assert r.exit_code == 0, r.output
-    row = json.loads(r.output)
+    row = json.loads(r.stdout)
     assert row["batch_is_max"] is True and row["batch"] == row["max_batch"] > 0
     assert row["model"] == "meta-llama/Llama-3.1-70B" and row["fits"] is True
 
 
 def test_estimate_csv_has_header_and_one_row():
     r = invoke("estimate", "--gpu", "l40s", "--model", "llama-3.1-8b", "--format", "csv")
-    lines = r.output.splitlines()
+    lines = r.stdout.splitlines()
     assert r.exit_code == 0 and len(lines) == 2
     assert lines[0].startswith("gpu,model,precision,kv_precision,tp,pp,gpus,batch")
 
@@ -135,7 +135,7 @@ def test_local_config_json(tmp_path):
     cfg.write_text(json.dumps(load_catalog().model("meta-llama/Llama-3.1-8B").config))
     r = invoke("estimate", "--gpu", "h100-sxm", "--model", str(cfg), "--format", "json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["params_total"] == 8_030_261_248
+    assert json.loads(r.stdout)["params_total"] == 8_030_261_248
 
 
 def test_usage_errors_exit_2():
@@ -149,7 +149,7 @@ def test_catalog_listings(command, fmt):
     r = invoke(command, "--format", fmt)
     assert r.exit_code == 0
     if fmt == "json":
-        rows = json.loads(r.output)
+        rows = json.loads(r.stdout)
         assert len(rows) >= 15 and "id" in rows[0]
 
 
@@ -158,7 +158,7 @@ def test_catalog_entry_with_sources():
     assert r.exit_code == 0
     assert "id: h100-sxm" in r.output and "sources:" in r.output and "bf16: 989.0" in r.output
     r = invoke("models", "llama-3.1-8b", "--format", "json")
-    entry = json.loads(r.output)
+    entry = json.loads(r.stdout)
     assert entry["license"] == "Llama 3.1 Community License"
     assert entry["computed"]["kv_bytes_per_token_fp16"] == 131072
     assert invoke("gpus", "H200X").exit_code == 1

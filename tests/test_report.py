@@ -69,7 +69,7 @@ def test_html_renders_every_chart_offline(example, tmp_path):
     dom = render_in_browser(example / "report.html", tmp_path)
     body = re.search(r"<body[^>]*>", dom).group(0)
     charts_n = int(re.search(r'data-charts="(\d+)"', body).group(1))
-    assert charts_n == 5  # memory, decode, TTFT, roofline, frontier (no prices: no cost chart)
+    assert charts_n == 6  # memory, decode, TTFT, roofline, cost (example prices), frontier
     assert f'data-rendered="{charts_n}"' in body
     assert 'data-errors="0"' in body
     assert dom.count('class="marks"') == charts_n  # one rendered vega SVG per chart
@@ -114,7 +114,7 @@ def test_markdown_golden(example):
 def test_markdown_links_are_relative_and_exist(example):
     text = (example / "report.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert links == [f"charts/{c}.svg" for c in ("memory", "decode", "ttft", "roofline", "frontier")]
+    assert links == [f"charts/{c}.svg" for c in ("memory", "decode", "ttft", "roofline", "cost", "frontier")]
     for link in links:
         assert (example / link).read_text().startswith("<svg")
 
@@ -150,21 +150,22 @@ def test_template_dir_overrides_one_template(example, tmp_path):
     assert (copy / "report.md").read_text() == "# Example: Llama 3.1 8B and 70B on H100 and L40S\n72 rows, 59 fit\n"
 
 
-def test_recommendations_rank_fitting_options(frame, example):
+def test_recommendations_rank_options_that_meet_the_targets(frame, example):
     import json
 
-    ctx = build_context(frame, json.loads((example / "manifest.json").read_text()))
-    assert ctx["rank"]["column"] == "output_tokens_per_s_per_gpu"  # no prices in the example sweep
+    options = pl.read_parquet(example / "plan.parquet")
+    ctx = build_context(frame, options, json.loads((example / "manifest.json").read_text()))
+    assert ctx["rank"]["column"] == "usd_per_million_output_tokens"  # example prices for h100-sxm and l40s
     assert [g["model"] for g in ctx["recommendations"]] == ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B"]
     for group in ctx["recommendations"]:
         scores = [o["score"] for o in group["options"]]
-        assert scores == sorted(scores, reverse=True) and len(scores) == 5  # top_n: 5 in the sweep
-        assert all(o["fits"] for o in group["options"])
-        options = [(o["gpu"], o["precision"], o["tp"], o["pp"]) for o in group["options"]]
-        assert len(set(options)) == len(options)  # an option appears once, at its best batch
+        assert scores == sorted(scores) and len(scores) == 5  # cheapest first; top_n: 5 in the sweep
+        assert all(o["meets_slo"] and o["fits"] for o in group["options"])
+        options_seen = [(o["gpu"], o["precision"], o["tp"], o["pp"]) for o in group["options"]]
+        assert len(set(options_seen)) == len(options_seen)  # an option appears once, at its slo_batch
     best8b = ctx["recommendations"][1]["options"][0]
-    fits8b = frame.filter(pl.col("fits") & (pl.col("model") == "meta-llama/Llama-3.1-8B")).collect()
-    assert best8b["score"] == fits8b["output_tokens_per_s_per_gpu"].max()
+    plan8b = options.filter(pl.col("meets_slo") & (pl.col("model") == "meta-llama/Llama-3.1-8B"))
+    assert best8b["score"] == plan8b["usd_per_million_output_tokens"].min()
     int4 = [o for g in ctx["recommendations"] for o in g["options"] if o["precision"] == "int4"]
     assert int4 and all("4-bit and lower" in o["caveats"][0] for o in int4)
     assert ctx["recommendations"][0]["license"] == "Llama 3.1 Community License"
@@ -219,6 +220,12 @@ def test_frontier_is_pareto(frame):
         assert g["per_gpu"].is_sorted(descending=True)  # faster per user only at a cost per GPU
 
 
-def test_no_cost_chart_without_prices(frame):
-    assert charts.cost_data(frame).height == 0
-    assert [s.id for s, _ in charts.build_charts(frame)] == ["memory", "decode", "ttft", "roofline", "frontier"]
+def test_cost_chart_only_with_prices(frame):
+    data = charts.cost_data(frame)
+    assert set(data["gpu"]) == {"h100-sxm", "l40s"}
+    best = data.filter((pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s"))
+    fits = frame.filter(pl.col("fits") & (pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s"))
+    assert best["usd_per_million_output_tokens"].item() == fits.collect()["usd_per_million_output_tokens"].min()
+    unpriced = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("usd_per_million_output_tokens"))
+    assert charts.cost_data(unpriced).height == 0
+    assert "cost" not in [s.id for s, _ in charts.build_charts(unpriced)]

@@ -157,8 +157,9 @@ def test_outputs_are_complete_and_documented(tmp_path):
     )
     assert r.exit_code == 0, r.output
     folder = tmp_path / "example"
-    assert r.output.splitlines() == [
-        str(folder / f) for f in ("estimates.csv", "estimates.parquet", "estimates.xlsx", "manifest.json")
+    assert r.stdout.splitlines() == [
+        str(folder / f)
+        for f in ("estimates.csv", "plan.csv", "estimates.parquet", "estimates.xlsx", "plan.parquet", "manifest.json")
     ]
     with open(folder / "estimates.csv", newline="") as f:
         rows = list(csv.reader(f))
@@ -202,7 +203,7 @@ def test_same_input_same_bytes(tmp_path):
         digests.append(
             {
                 f: hashlib.sha256((folder / f).read_bytes()).hexdigest()
-                for f in ("estimates.csv", "estimates.parquet", "estimates.xlsx", "manifest.json")
+                for f in ("estimates.csv", "plan.csv", "estimates.parquet", "estimates.xlsx", "manifest.json")
             }
         )
     assert digests[0] == digests[1]
@@ -248,7 +249,7 @@ def test_validate_and_schema():
     r = CliRunner().invoke(main, ["validate", str(ROOT / "sweeps" / "example.yaml")])
     assert r.exit_code == 0 and r.output.strip() == "OK: 108 configurations before exclusions"
     r = CliRunner().invoke(main, ["schema"])
-    schema = json.loads(r.output)
+    schema = json.loads(r.stdout)
     assert set(schema["required"]) == {"name", "grid"}
     assert "gpu" in schema["$defs"]["GridSpec"]["properties"]
     assert schema["$defs"]["GridSpec"]["additionalProperties"] is False
