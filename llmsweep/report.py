@@ -285,10 +285,10 @@ def yaml_spec(manifest: dict) -> dict:
 # -- rendering ------------------------------------------------------------------------------------------------
 def template_dir() -> Path:
     """The packaged templates (top-level templates/ in a checkout, llmsweep/templates in the wheel)."""
-    try:
-        return Path(str(resources.files("llmsweep.templates")))
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / "templates"
+    packaged = resources.files("llmsweep").joinpath("templates")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parent.parent / "templates"
 
 
 def environment(template_dir_override: str | Path | None, html: bool) -> jinja2.Environment:
