@@ -1,0 +1,210 @@
+"""Capacity and cost against arithmetic written out by hand."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+import yaml
+
+from llmsweep import pipeline, plan
+from llmsweep.spec import CostSpec, SloSpec, WorkloadSpec
+
+from .conftest import ROOT
+
+
+def frame(**over) -> pl.LazyFrame:
+    """One estimated row with round numbers: 2 GPUs (tp 2) of 700 W serving 1,000 output tokens/s."""
+    row = {
+        "gpu": "h100-sxm",
+        "gpus": 2,
+        "gpus_per_node": 8,
+        "gpu_tdp_w": 700.0,
+        "fits": True,
+        "input_tokens": 1000,
+        "output_tokens": 250,
+        "output_tokens_per_s": 1000.0,
+        "ttft_s": 0.5,
+        "tpot_s": 0.04,
+        "request_latency_s": 10.5,
+        **over,
+    }
+    return pl.LazyFrame([row]).with_columns(pl.col("gpu").cast(pl.Categorical))
+
+
+def inputs(cost: CostSpec | None = None, slo=None, workload=None) -> plan.PlanInputs:
+    price = plan.price_from_costs("h100-sxm", cost or CostSpec(usd_per_gpu_hour=2.5), 700.0, 8)
+    return plan.PlanInputs({"h100-sxm": price}, slo, workload, "usd_per_million_output_tokens")
+
+
+def test_rented_cost_per_million_tokens():
+    row = plan.add_plan_columns(frame(), inputs()).collect().row(0, named=True)
+    # 2 GPUs x $2.50 = $5.00 per hour; 1,000 tok/s x 3,600 s = 3.6 M tokens per hour -> $1.3889 per M
+    assert row["usd_per_hour"] == 5.0
+    assert row["usd_per_million_output_tokens"] == pytest.approx(5.0 / (1000 * 3600) * 1e6)
+    assert row["usd_per_million_output_tokens"] == pytest.approx(1.388889, abs=1e-6)
+    # 1,000 / 250 = 4 requests/s x 1,000 prompt tokens = 4,000 input tokens/s -> $5 / 14.4 M = $0.3472 per M
+    assert row["requests_per_s_per_replica"] == 4.0
+    assert row["usd_per_million_input_tokens"] == pytest.approx(5.0 / (4000 * 3600) * 1e6)
+    # energy: 1,000 tok/s / (2 x 700 W x 0.7 average draw) = 1.0204 tokens per joule
+    assert row["tokens_per_joule"] == pytest.approx(1000 / (2 * 700 * 0.7))
+
+
+def test_bought_gpu_hourly_cost():
+    cost = CostSpec(
+        purchase_usd=35_000,
+        amortization_years=4,
+        power_usd_per_kwh=0.12,
+        pue=1.3,
+        power_utilization=0.7,
+        hosting_usd_per_kw_month=150,
+    )
+    p = plan.price_from_costs("h200-sxm", cost, 700.0, 8)
+    # amortised: 35,000 / (4 x 8,760 h) = $0.998858 per hour
+    assert p.amortized == pytest.approx(35_000 / (4 * 8760))
+    # power: 0.7 kW x 1.3 PUE x 0.7 utilisation x $0.12 = $0.07644 per hour
+    assert p.power == pytest.approx(0.7 * 1.3 * 0.7 * 0.12)
+    # hosting: $150 per kW-month x 0.91 kW / 730 h = $0.186986 per hour
+    assert p.hosting == pytest.approx(150 * 0.91 / 730)
+    assert p.usd_per_gpu_hour == pytest.approx(p.amortized + p.power + p.hosting)
+    per_server = plan.price_from_costs("h200-sxm", CostSpec(purchase_usd_per_server=280_000), 700.0, 8)
+    assert per_server.purchase_usd_per_gpu == 35_000  # 280,000 / 8 GPUs
+
+
+def test_capacity():
+    w = WorkloadSpec(requests_per_s=20, peak_factor=2, headroom=0.2, redundancy="n+1")
+    row = plan.add_plan_columns(frame(output_tokens_per_s=750.0), inputs(workload=w)).collect().row(0, named=True)
+    # per replica 750 / 250 = 3 requests/s; peak 20 x 2 = 40 requests/s
+    # replicas = ceil(40 / 3 x 1.2) + 1 = ceil(16.0) + 1 = 17; GPUs 17 x 2 = 34; servers ceil(34 / 8) = 5
+    assert row["replicas"] == 17 and row["gpus_needed"] == 34 and row["servers_needed"] == 5
+    assert row["utilization"] == pytest.approx(20 / (17 * 3))  # average load / fleet capacity
+    assert row["fleet_usd_per_month"] == pytest.approx(34 * 2.5 * 730)
+    assert row["tco_3y_usd"] == pytest.approx(34 * 2.5 * 8760 * 3)
+    # the fleet's cost over the tokens it serves: 34 x 2.5 / (20 x 250 x 3,600) x 1e6
+    assert row["fleet_usd_per_million_output_tokens"] == pytest.approx(34 * 2.5 / (20 * 250 * 3600) * 1e6)
+
+
+def test_tokens_per_day_workload():
+    # 43,200,000 tokens a day / 86,400 s / 250 tokens per request = 2 requests/s average
+    w = WorkloadSpec(tokens_per_day=43_200_000, output_tokens=250, headroom=0)
+    row = plan.add_plan_columns(frame(output_tokens_per_s=500.0), inputs(workload=w)).collect().row(0, named=True)
+    assert row["replicas"] == 1  # 2 requests/s per replica covers it exactly
+    assert row["utilization"] == pytest.approx(1.0)
+
+
+def test_slo_columns():
+    slo = SloSpec(ttft_s=1.0, tpot_s=0.03)
+    row = plan.add_plan_columns(frame(), inputs(slo=slo)).collect().row(0, named=True)
+    assert row["meets_slo"] is False
+    assert row["slo_miss"] == "tpot_s 0.04 > 0.03 (+33%)"
+    ok = plan.add_plan_columns(frame(tpot_s=0.03), inputs(slo=slo)).collect().row(0, named=True)
+    assert ok["meets_slo"] is True and ok["slo_miss"] is None
+
+
+def test_example_prices_are_dated_and_labelled(catalog):
+    p = plan.example_price(catalog, "h100-sxm")
+    assert p.usd_per_gpu_hour == 3.78  # the latest dated on-demand listing in the catalog
+    assert p.source.startswith("example: Lambda 1x H100 SXM, 2026-05-07, on-demand list (")
+    assert plan.example_price(catalog, "gaudi3") is None
+
+
+def test_break_even():
+    options = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "gpu": ["a", "b"],
+            "precision": ["fp8", "fp8"],
+            "tp": [1, 1],
+            "meets_slo": [True, True],
+            "price_source": ["sweep: bought", "sweep: rented"],
+            "usd_per_million_output_tokens": [0.05, 0.20],
+        }
+    )
+    # bought costs 0.05 at full load, 0.05 / u at utilisation u; rented 0.20: equal at u = 25 %
+    assert (
+        plan.break_even(options, "m")
+        == "Buying a (fp8, tp1) is cheaper than renting b (fp8, tp1) above 25% average utilisation."
+    )
+
+
+@pytest.fixture(scope="module")
+def procurement(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    result = pipeline.run(ROOT / "sweeps" / "procurement.yaml", out, formats=["csv", "parquet"])
+    return result, pl.read_csv(out / "procurement" / "plan.csv")
+
+
+def test_procurement_ranking_checks_out_from_the_csv(procurement):
+    _, table = procurement
+    for _model, group in table.group_by(["model"]):
+        eligible = group.filter(pl.col("meets_slo") & pl.col("usd_per_million_output_tokens").is_not_null())
+        best = group.filter(pl.col("rank") == 1)
+        assert best["usd_per_million_output_tokens"].item() == eligible["usd_per_million_output_tokens"].min()
+        ranks = eligible.sort("rank")["usd_per_million_output_tokens"]
+        assert ranks.is_sorted()
+    assert table.filter(~pl.col("meets_slo"))["rank"].is_null().all()  # never recommended
+
+
+def test_slo_batch_is_the_largest_that_meets_the_targets(procurement, tmp_path):
+    _, table = procurement
+    ok = table.filter(pl.col("meets_slo"))
+    assert (ok["tpot_s"] <= 0.05).all() and (ok["ttft_s"] <= 2.0).all()
+    assert (ok["slo_batch"] <= ok["max_batch"]).all() and (ok["batch"] == ok["slo_batch"]).all()
+    # one batch more breaks a target or memory: re-estimate a held-back option at slo_batch + 1
+    held = ok.filter(pl.col("slo_batch") < pl.col("max_batch")).head(1)
+    if held.height:
+        from llmsweep.pipeline import compute
+        from llmsweep.spec import load
+
+        r = held.row(0, named=True)
+        sweep_yaml = yaml.safe_load((ROOT / "sweeps" / "procurement.yaml").read_text())
+        sweep_yaml["grid"].update(
+            {
+                "gpu": [r["gpu"]],
+                "model": [r["model"]],
+                "precision": [r["precision"]],
+                "tp": [r["tp"]],
+                "batch": [r["slo_batch"] + 1],
+            }
+        )
+        sweep_yaml["exclude"] = []
+        path = tmp_path / "slo_check.yaml"
+        path.write_text(yaml.safe_dump(sweep_yaml))
+        row = compute(load(path)).collect().row(0, named=True)
+        assert not row["meets_slo"]
+
+
+def test_unpriced_gpu_and_notes(procurement):
+    result, table = procurement
+    assert "no price for gaudi3: give one under costs to see its cost columns" in result.notes
+    assert table.filter(pl.col("gpu") == "gaudi3")["usd_per_million_output_tokens"].is_null().all()
+
+
+def test_slo_that_nothing_meets(tmp_path):
+    sweep = {
+        "name": "strict",
+        "grid": {"gpu": ["l4"], "model": ["llama-3.1-8b"], "batch": [1, 8]},
+        "slo": {"tpot_s": 0.001},
+        "costs": {"l4": {"usd_per_gpu_hour": 0.8}},
+    }
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    result = pipeline.run(path, tmp_path / "out", formats=["csv", "md"])
+    assert (
+        "no option for meta-llama/Llama-3.1-8B (1024 in, 256 out) meets the latency targets at any batch; "
+        "none is recommended" in result.notes
+    )
+    md = (tmp_path / "out" / "strict" / "report.md").read_text()
+    assert "**No option meets the targets.**" in md
+    assert "Cheapest option that misses the targets: **l4 · bf16 · tp1**" in md and "tpot_s" in md
+
+
+def test_sensitivity_table(procurement):
+    result, _ = procurement
+    import json
+
+    manifest = json.loads((result.folder / "manifest.json").read_text())
+    rows = next(iter(manifest["sensitivity"].values()))
+    assert {r["assumption"] for r in rows} >= {"bandwidth_efficiency", "compute_efficiency", "traffic"}
+    assert {r["change"] for r in rows} == {"-20%", "+20%"}
+    for r in rows:
+        assert r["flips"] == (r["runner_up"] < r["top"])
