@@ -241,6 +241,47 @@ def report(estimates, fmt, template_dir):
 
 
 @main.command()
+@click.argument("measurements", type=click.Path(dir_okay=False, path_type=str))
+@click.option("-o", "--out", "out_dir", default=None, help="Folder for the results (default out/calibration/<file>).")
+@click.option("--profile", default="default", show_default=True, help="Profile to compare (and start the fit) with.")
+@click.option(
+    "--fit/--no-fit",
+    default=False,
+    show_default=True,
+    help="Fit the profile (cross-validated by source) and write profile.yaml.",
+)
+@click.option("--gpu", default=None, help="GPU of a vLLM result (the file does not name it).")
+@click.option("--model", default=None, help="Model of a llama-bench result (the file does not name it).")
+@click.option("--precision", default=None, help="Weight format, where the file does not say.")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallel of a vLLM run.")
+@_errors_to_exit
+def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp):
+    """Compare estimates with measured benchmarks; with --fit, fit an efficiency profile.
+
+    Reads the measured-dev.csv schema, vLLM benchmark_serving JSON results and llama-bench
+    JSON/CSV output. Writes comparison.csv (id, metric, measured, estimated, ratio and the
+    configuration; estimated with the profile before any fitting) and unmapped.csv (rows that
+    could not be used, with the reason), and prints error summaries per metric and per source.
+    With --fit also profile.yaml (for run/estimate --profile FILE) and out_of_sample.csv.
+
+    \b
+    Examples:
+      llmsweep calibrate my-benchmarks.csv
+      llmsweep calibrate results/vllm-run.json --gpu h100-sxm --model meta-llama/Llama-3.1-8B --precision fp8
+      llmsweep calibrate llama-bench.json --model meta-llama/Llama-3.1-8B --fit -o out/cal
+    """
+    from pathlib import Path
+
+    from llmsweep.calibrate import run_calibration
+
+    folder = Path(out_dir) if out_dir else Path("out") / "calibration" / Path(measurements).stem
+    defaults = {"gpu": gpu, "model": model, "precision": precision, "tp": tp}
+    report = run_calibration(measurements, folder, profile, fit, defaults)
+    for line in report.lines:
+        click.echo(line)
+
+
+@main.command()
 def schema():
     """Print the JSON Schema of the sweep file, for editors.
 

@@ -127,7 +127,10 @@ def load_catalog() -> Catalog:
             gpus={k: Gpu.model_validate(v) for k, v in g["gpus"].items()},
             models={k: ModelEntry.model_validate(v) for k, v in _read("models.yaml")["models"].items()},
             precisions={k: Precision.model_validate(v) for k, v in _read("precisions.yaml")["precisions"].items()},
-            profiles={k: Profile.model_validate(v) for k, v in _read("profiles.yaml")["profiles"].items()},
+            profiles={
+                k: Profile.model_validate(v)
+                for k, v in {**_read("profiles.yaml")["profiles"], **_read("default-profile.yaml")["profiles"]}.items()
+            },
             gpu_ambiguous=g.get("ambiguous_aliases") or {},
         )
     except ValidationError as e:  # a packaging bug, not a user error, but say it plainly

@@ -28,6 +28,9 @@ class Profile(BaseModel):
     defaults: Efficiency
     families: dict[str, dict[str, float]] = {}
     sources: list[str] = []
+    # Uncertainty: per metric group (decode, prefill, throughput), factors [low, high] that cover the
+    # middle 80 % of cross-validated errors (from `llmsweep calibrate --fit`); empty = no bands.
+    bands: dict[str, list[float]] = {}
 
     def for_family(self, family: str) -> Efficiency:
         override = self.families.get(family)
