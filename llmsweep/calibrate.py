@@ -205,12 +205,17 @@ def _read_measured_csv(path: Path, rows: list[dict], fields: list[str], catalog:
     return result
 
 
-# llama-bench's type_k and model_type spell GGUF types in upper case (Q4_K_M, F16)
+# llama-bench's model_type spells GGUF types as "Q4_K - Medium", "Q8_0", "F16".
+_GGUF_TYPE = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b|\b(Q\d_K|Q\d_\d|BF16|F16|F32)\b", re.I)
+
+
 def _gguf_precision(model_type: str) -> str:
-    m = re.search(r"\b(Q\d_K_[SML]|Q\d_K|Q\d_\d|IQ\d\w*|F16|BF16|F32)\b", model_type or "", re.I)
+    m = _GGUF_TYPE.search(model_type or "")
     if not m:
         return ""
-    return {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}.get(m.group(1).lower(), m.group(1).lower())
+    if m.group(1):
+        return f"{m.group(1).lower()}_{m.group(2)[0].lower()}"
+    return {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}.get(m.group(3).lower(), m.group(3).lower())
 
 
 def _llama_bench_rows(records: list[dict], defaults: dict) -> list[tuple[str, dict]]:
@@ -602,7 +607,8 @@ def bands(out_of_sample: pl.DataFrame) -> dict[str, list[float]]:
     the out-of-sample errors: measured / estimated at its 10th and 90th percentiles. For
     time-like metrics (TTFT, TPOT) the same factors apply inverted."""
     out = {}
-    frame = out_of_sample.filter(pl.col("ratio").is_not_null() & (pl.col("ratio") > 0))
+    # rows whose batch the source did not state are errors of missing information, not of the model
+    frame = out_of_sample.filter(pl.col("ratio").is_not_null() & (pl.col("ratio") > 0) & (pl.col("batch") != MAX))
     frame = frame.with_columns(
         group=pl.col("metric").replace_strict(GROUPS, default=None),
         # speed metrics: measured/estimated = 1/ratio; time metrics: estimated/measured = ratio

@@ -71,6 +71,11 @@ def gpu_table(catalog: Catalog, gpus: Sequence[str], profile: Profile) -> pl.Laz
                 "gpus_per_node": g.gpus_per_node,
                 "gpu_tdp_w": g.tdp_w,
                 **eff.model_dump(),
+                **{
+                    f"band_{group}_{end}": (profile.bands.get(group) or [None, None])[i]
+                    for group in ("decode", "prefill", "throughput")
+                    for i, end in enumerate(("low", "high"))
+                },
             }
         )
     return _frame(rows)

@@ -194,6 +194,21 @@ def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
     return avg * workload.peak_factor
 
 
+def band_columns() -> dict[str, pl.Expr]:
+    """Low and high ends of the key outputs: speeds x the profile's band factors, times / them."""
+    out = {}
+    for end, other in (("low", "high"), ("high", "low")):
+        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * pl.col(f"band_decode_{end}")
+        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * pl.col(f"band_decode_{end}")
+        out[f"tpot_s_{end}"] = c.tpot_s / pl.col(f"band_decode_{other}")
+        out[f"ttft_s_{end}"] = c.ttft_s / pl.col(f"band_prefill_{other}")
+        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * pl.col(f"band_throughput_{end}")
+        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / pl.col(
+            f"band_throughput_{other}"
+        )
+    return out
+
+
 def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
     """Cost, SLO and capacity columns for every row (at the row's own batch)."""
     w = plan.workload
@@ -218,12 +233,25 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
             "fleet_usd_per_month": pl.Float64,
             "fleet_usd_per_million_output_tokens": pl.Float64,
             "tco_3y_usd": pl.Float64,
+            "gpus_needed_low": pl.Int64,
+            "gpus_needed_high": pl.Int64,
         }
+        frame = frame.with_columns(**band_columns())
         return frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()]).drop("_power_utilization")
     avg = peak / w.peak_factor
-    replicas = (peak / c.requests_per_s_per_replica * (1 + w.headroom)).ceil() + plan.redundancy
+
+    def replicas_at(per_replica: pl.Expr) -> pl.Expr:
+        count = (peak / per_replica * (1 + w.headroom)).ceil() + plan.redundancy
+        return pl.when(per_replica > 0).then(count).cast(pl.Int64)
+
     frame = (
-        frame.with_columns(replicas=pl.when(c.requests_per_s_per_replica > 0).then(replicas).cast(pl.Int64))
+        frame.with_columns(
+            **band_columns(),
+            replicas=replicas_at(c.requests_per_s_per_replica),
+            # more throughput (the band's high end) needs fewer GPUs: low GPUs from high throughput
+            gpus_needed_low=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_high")) * c.gpus,
+            gpus_needed_high=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_low")) * c.gpus,
+        )
         .with_columns(
             gpus_needed=c.replicas * c.gpus,
             utilization=avg / (c.replicas * c.requests_per_s_per_replica),

@@ -28,7 +28,10 @@ def frame(**over) -> pl.LazyFrame:
         "request_latency_s": 10.5,
         **over,
     }
-    return pl.LazyFrame([row]).with_columns(pl.col("gpu").cast(pl.Categorical))
+    bands = {f"band_{g}_{e}": None for g in ("decode", "prefill", "throughput") for e in ("low", "high")}
+    speeds = {"decode_tokens_per_s_per_seq": 25.0, "decode_tokens_per_s": 1000.0}
+    frame = pl.LazyFrame([{**speeds, **row}]).with_columns(pl.col("gpu").cast(pl.Categorical))
+    return frame.with_columns([pl.lit(v, dtype=pl.Float64).alias(k) for k, v in bands.items()])
 
 
 def inputs(cost: CostSpec | None = None, slo=None, workload=None) -> plan.PlanInputs:

@@ -1,0 +1,163 @@
+"""Calibration: readers, the comparison file, honest (out-of-sample) fitting, and clear messages."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from llmsweep import calibrate as cal
+from llmsweep.cli import main
+
+from .conftest import DATA
+
+FIXTURES = DATA / "calibration"
+
+
+def test_llama_bench_json(catalog):
+    read = cal.read_file(FIXTURES / "llama-bench.json", catalog, {"model": "meta-llama/Meta-Llama-3-8B"})
+    assert read.skipped == []
+    prompt, gen = read.measurements
+    assert (prompt.metric, prompt.input_tokens, prompt.output_tokens, prompt.measured) == (
+        "prefill_tok_s",
+        512,
+        0,
+        7138.99,
+    )
+    assert (gen.metric, gen.input_tokens, gen.output_tokens, gen.measured) == ("decode_tok_s_per_seq", 0, 128, 130.58)
+    assert (gen.gpu, gen.precision, gen.model) == ("rtx-4090", "q4_k_m", "meta-llama/Meta-Llama-3-8B")
+
+
+def test_vllm_json(catalog):
+    defaults = {"gpu": "H100 SXM", "precision": "bf16"}
+    read = cal.read_file(FIXTURES / "vllm-benchmark-serving.json", catalog, defaults)
+    by_metric = {m.metric: m for m in read.measurements}
+    assert set(by_metric) == {"ttft_ms", "tpot_ms", "output_throughput_tok_s"}
+    ttft = by_metric["ttft_ms"]
+    # 262,144 input / 256 requests = 1,024 tokens in; 65,536 / 256 = 256 out; concurrency 16
+    assert (ttft.input_tokens, ttft.output_tokens, ttft.batch, ttft.measured) == (1024, 256, 16, 0.0643)
+    assert ttft.model == "meta-llama/Llama-3.1-8B"  # the Instruct id maps to its architecture
+
+
+def test_calibrate_command_on_both_fixtures(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(
+        main,
+        [
+            "calibrate",
+            str(FIXTURES / "llama-bench.json"),
+            "--model",
+            "meta-llama/Meta-Llama-3-8B",
+            "-o",
+            str(tmp_path / "lb"),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    comparison = pl.read_csv(tmp_path / "lb" / "comparison.csv")
+    assert comparison.columns[:5] == ["id", "metric", "measured", "estimated", "ratio"]
+    assert comparison.height == 2 and comparison["ratio"].is_between(0.5, 2).all()
+    assert "per metric:" in r.output and "decode_tok_s_per_seq" in r.output
+    r = runner.invoke(
+        main,
+        ["calibrate", str(FIXTURES / "vllm-benchmark-serving.json"), "--gpu", "h100-sxm", "-o", str(tmp_path / "vllm")],
+    )
+    assert r.exit_code == 0, r.output
+    assert pl.read_csv(tmp_path / "vllm" / "comparison.csv").height == 3
+
+
+def test_formats_that_need_the_missing_facts(tmp_path):
+    r = CliRunner().invoke(main, ["calibrate", str(FIXTURES / "vllm-benchmark-serving.json"), "-o", str(tmp_path)])
+    assert r.exit_code == 1 and "vLLM results do not name the GPU; give --gpu" in r.output
+    r = CliRunner().invoke(main, ["calibrate", str(FIXTURES / "llama-bench.json"), "-o", str(tmp_path)])
+    assert r.exit_code == 1 and "llama-bench results do not name the Hugging Face model; give --model" in r.output
+
+
+def test_users_file_with_problems(tmp_path):
+    header = (
+        "id,source,gpu,tp,pp,model,weight_precision,kv_precision,batch,input_len,output_len,metric,value,unit,"
+        "engine_ver\n"
+    )
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        header
+        + "a,me,H100 SXM,1,1,meta-llama/Llama-3.1-8B,bf16,,1,128,128,decode_tok_s_per_seq,150,tok/s,x\n"
+        + "b,me,H900,1,1,meta-llama/Llama-3.1-8B,bf16,,1,128,128,decode_tok_s_per_seq,150,tok/s,x\n"
+        + "c,me,H100 SXM,1,1,meta-llama/Llama-3.1-8B,bf16,,1,128,128,decode_tok_s_per_seq,fast,tok/s,x\n"
+        + "d,me,,1,1,meta-llama/Llama-3.1-8B,bf16,,1,128,128,decode_tok_s_per_seq,150,tok/s,x\n"
+    )
+    r = CliRunner().invoke(main, ["calibrate", str(path), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    assert "note: " in r.output and "ignored unknown column(s) engine_ver" in r.output
+    assert "1 rows compared, 3 not mapped" in r.output
+    unmapped = pl.read_csv(tmp_path / "out" / "unmapped.csv")
+    reasons = dict(zip(unmapped["id"], unmapped["reason"], strict=True))
+    assert reasons["b"].startswith("unknown gpu 'H900'")
+    assert reasons["c"] == "value 'fast' is not a number"
+    assert reasons["d"] == "gpu is empty"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,model\nh100-sxm,x\n")
+    r = CliRunner().invoke(main, ["calibrate", str(bad), "-o", str(tmp_path / "out2")])
+    assert r.exit_code == 1 and "missing column(s) id, source, tp" in r.output and "Traceback" not in r.output
+
+
+def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog, monkeypatch):
+    measured, _ = cal.read_measurements(DATA / "measured-dev.csv", catalog)
+    ev = cal.Evaluator.build(measured, catalog.profile("literature"), catalog)
+    seen: list[list[int]] = []
+    real_fit = cal.fit
+
+    def spy(ev_, start, rows):
+        seen.append(list(rows))
+        return real_fit(ev_, start, rows[:0])  # skip the optimisation: only the row sets matter here
+
+    monkeypatch.setattr(cal, "fit", spy)
+    oos = cal.cross_validate(ev, catalog.profile("literature"))
+    sources = [cal.source_key(m.source) for m in measured]
+    assert len(seen) == len(set(sources)) == 4
+    for train in seen:
+        held = {sources[i] for i in range(len(measured))} - {sources[i] for i in train}
+        assert len(held) == 1  # each fold fits on every source but one
+    assert oos.height == len(measured)
+
+
+def test_shipped_default_is_the_fitted_profile_and_beats_ideal(catalog):
+    default = catalog.profile("default")
+    assert "Fitted on measured-dev.csv" in default.description
+    assert set(default.bands) == {"decode", "prefill", "throughput"}
+    lo, hi = default.bands["decode"]
+    assert lo < 1 < hi
+    measured, _ = cal.read_measurements(DATA / "measured-dev.csv", catalog)
+    decode = [m for m in measured if m.metric == "decode_tok_s_per_seq"]
+    err = {
+        p: cal.summary(cal.compare(decode, p, catalog), "metric")["median_abs_error"].item()
+        for p in ("ideal", "default")
+    }
+    assert err["default"] < err["ideal"] / 2
+
+
+def test_profile_file_from_fit_is_accepted(tmp_path, catalog):
+    measured, _ = cal.read_measurements(DATA / "measured-dev.csv", catalog)
+    subset = [m for m in measured if "exllamav2" in m.source or "TensorRT" in m.source][:20]
+    result = cal.calibrate(subset, catalog.profile("literature"), catalog)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(cal.profile_document(result, "test", ["fixture"])))
+    r = CliRunner().invoke(
+        main, ["estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--profile", str(path), "--format", "json"]
+    )
+    assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("group", ["decode", "prefill"])
+def test_bands_cover_the_middle_80_percent(group):
+    oos = pl.DataFrame(
+        {
+            "metric": ["decode_tok_s_per_seq" if group == "decode" else "prefill_tok_s"] * 11,
+            "ratio": [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5],
+            "batch": ["1"] * 11,
+        }
+    )
+    lo, hi = cal.bands(oos)[group]
+    factors = sorted(1 / r for r in oos["ratio"])  # measured / estimated
+    inside = [f for f in factors if lo <= f <= hi]
+    assert len(inside) >= 8  # 80 % of 11 rows, give or take the quantile interpolation
