@@ -125,6 +125,15 @@ def main() -> None:
                 )
 
 
+def estimates_only(sweep):
+    """The estimator alone: every exported estimate column, without the cost and capacity columns."""
+    from llmsweep.columns import BY_NAME, EXPORTED
+    from llmsweep.grid import grid_parts
+
+    parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
+    return parts.estimate().select([n for n in EXPORTED if BY_NAME[n].kind != "plan"])
+
+
 def _timed(fn) -> float:
     t = time.perf_counter()
     fn()

@@ -362,7 +362,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             "output_tokens_per_s / (gpus x TDP x power_utilization).",
         ),
         ("meets_slo", B, "", "Meets SLO", "Fits, and TTFT, TPOT and request latency are within the sweep's targets."),
-        ("slo_miss", S, "", "SLO miss", "Which target this row misses and by how much (null when it meets them)."),
+        ("slo_miss", S, "", "SLO miss", "Which target the option misses and by how much (plan.csv).", False),
         (
             "requests_per_s_per_replica",
             F,

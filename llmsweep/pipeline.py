@@ -19,6 +19,7 @@ from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, atomic_folder, write_csv, write_manifest, write_parquet, write_xlsx
 from llmsweep.grid import grid_parts
+from llmsweep.report import workloads as report_workloads
 from llmsweep.report import write_reports
 from llmsweep.spec import DEFAULT_MAX_ROWS, Sweep, load
 
@@ -54,14 +55,18 @@ def compute_plan(sweep: Sweep) -> Plan:
         return Plan(opts, sweep.spec.rank_by, (), {})
     column, note = plan.rank_column(opts, sweep.spec.rank_by)
     ranked = plan.rank(opts, column)
-    sens = {}
     keys = plan.OPTION_KEYS
+    # sensitivity for the workloads the reports recommend for (all pairs when there are few)
+    pairs = sorted(ranked.select("input_tokens", "output_tokens").unique().rows())
+    load = sweep.spec.workload
+    shown, _ = report_workloads(pairs, (load.input_tokens, load.output_tokens) if load else (None, None))
     top2 = ranked.filter(pl.col("rank") <= 2).sort([*plan.WORKLOAD_KEYS, "rank"])
+    pairs = {}
     for (model, s_in, s_out), group in top2.group_by(plan.WORKLOAD_KEYS, maintain_order=True):
-        if group.height == 2:
+        if group.height == 2 and (s_in, s_out) in shown:
             pair = group.select(keys).with_row_index("_pair")
-            rows = base.join(pair, on=keys).sort("_pair").drop("_pair")
-            sens[f"{model}|{s_in}|{s_out}"] = plan.sensitivity(rows, inputs, column)
+            pairs[f"{model}|{s_in}|{s_out}"] = base.join(pair, on=keys).sort("_pair").drop("_pair")
+    sens = plan.sensitivity(pairs, inputs, column) if pairs else {}
     exported = ranked.select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
     notes = [note] if note else []
     unmet = ranked.group_by(plan.WORKLOAD_KEYS, maintain_order=True).agg(

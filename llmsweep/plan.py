@@ -217,7 +217,6 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
         usd_per_hour=c.usd_per_gpu_hour * c.gpus,
         requests_per_s_per_replica=c.output_tokens_per_s / c.output_tokens,
         meets_slo=meets_slo(plan.slo),
-        slo_miss=slo_miss(plan.slo),
         tokens_per_joule=c.output_tokens_per_s / (c.gpus * c.gpu_tdp_w * pl.col("_power_utilization")),
     )
     frame = frame.with_columns(
@@ -299,7 +298,7 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
         return base
     batch = slo_batch(base, plan.slo)
     at = base.with_columns(slo_batch=batch, batch=pl.max_horizontal(batch, 1), batch_is_max=pl.lit(False))
-    out = add_plan_columns(add_batch_estimates(at.lazy()), plan).collect()
+    out = add_plan_columns(add_batch_estimates(at.lazy()), plan).with_columns(slo_miss=slo_miss(plan.slo)).collect()
     parts = pl.DataFrame(
         [
             {
@@ -359,42 +358,76 @@ def rank_column(frame: pl.DataFrame, rank_by: str) -> tuple[str, str | None]:
 SENSITIVITY_STEP = 0.2
 
 
-def _metric_pair(base: pl.DataFrame, plan: PlanInputs, column: str) -> list[float | None]:
-    """`column` for each row of `base` (layout x lengths rows) after re-estimating them."""
+TRAFFIC_DEPENDENT = (
+    "replicas",
+    "gpus_needed",
+    "servers_needed",
+    "utilization",
+    "fleet_usd_per_month",
+    "fleet_usd_per_million_output_tokens",
+    "tco_3y_usd",
+)
+
+
+def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[float | None]:
+    """`column` for every row of the stacked `frames` (layout x lengths rows) after re-estimating them
+    all at once."""
     from llmsweep.estimate import add_layout_estimates, add_length_estimates
 
-    rows = add_length_estimates(add_layout_estimates(base.lazy()))
+    stacked = pl.concat(frames, how="vertical_relaxed")
+    rows = add_length_estimates(add_layout_estimates(stacked.lazy()))
     return options(rows, plan)[column].to_list()
 
 
-def sensitivity(base: pl.DataFrame, plan: PlanInputs, column: str) -> list[dict]:
-    """`base` holds two options (the top one, then the runner-up) as layout x lengths rows. For each
-    assumption moved by -20 % and +20 %, the metric of both and whether the order flips."""
+def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -> dict[str, list[dict]]:
+    """Each value of `pairs` holds two options (the top one, then the runner-up) as layout x lengths
+    rows. For each assumption moved by -20 % and +20 %: the metric of both and whether their order
+    flips. Efficiencies are re-estimated (all pairs and cases in one frame); a price change scales the
+    cost of the top option's GPU exactly; traffic changes only fleet-sized metrics."""
     from dataclasses import replace
 
-    cases: list[tuple[str, float, pl.DataFrame, PlanInputs]] = []
-    for factor in (1 - SENSITIVITY_STEP, 1 + SENSITIVITY_STEP):
-        for param in ("bandwidth_efficiency", "compute_efficiency"):
-            moved = base.with_columns((pl.col(param) * factor).clip(upper_bound=1.0))
-            cases.append((param, factor, moved, plan))
-        top_gpu = str(base["gpu"][0])
-        if top_gpu in plan.prices:
-            price = plan.prices[top_gpu]
-            moved_price = replace(price, usd_per_gpu_hour=price.usd_per_gpu_hour * factor)
-            cases.append(
-                (f"price of {top_gpu}", factor, base, replace(plan, prices={**plan.prices, top_gpu: moved_price}))
-            )
-        if plan.workload is not None and plan.workload.requests_per_s is not None:
-            load = plan.workload.model_copy(update={"requests_per_s": plan.workload.requests_per_s * factor})
-            cases.append(("traffic", factor, base, replace(plan, workload=load)))
+    keys = list(pairs)
+    factors = (1 - SENSITIVITY_STEP, 1 + SENSITIVITY_STEP)
+    params = ("bandwidth_efficiency", "compute_efficiency")
+    frames = [pairs[k] for k in keys]  # unmoved first
+    for factor in factors:
+        for param in params:
+            frames += [pairs[k].with_columns((pl.col(param) * factor).clip(upper_bound=1.0)) for k in keys]
+    values = _metrics(frames, plan, column)
+    n = len(keys)
+
+    def pair_at(block: int, i: int) -> tuple[float | None, float | None]:
+        return values[2 * (block * n + i)], values[2 * (block * n + i) + 1]
+
     higher = higher_is_better(column)
-    out = []
-    for name, factor, frame, inputs in cases:
-        top, runner = _metric_pair(frame, inputs, column)
-        flips = None if top is None or runner is None else (runner > top if higher else runner < top)
-        out.append(
-            {"assumption": name, "change": f"{factor - 1:+.0%}", "top": top, "runner_up": runner, "flips": flips}
-        )
+    cost = column.startswith(("usd", "fleet_usd", "tco"))
+    out: dict[str, list[dict]] = {}
+    for i, key in enumerate(keys):
+        rows = []
+        top_gpu, runner_gpu = (str(g) for g in pairs[key]["gpu"])
+        block = 1
+        for factor in factors:
+            cases = []
+            for param in params:
+                cases.append((param, pair_at(block, i)))
+                block += 1
+            top, runner = pair_at(0, i)
+            if cost and top_gpu in plan.prices and top is not None and runner is not None:
+                scaled = (top * factor, runner * factor if runner_gpu == top_gpu else runner)
+                cases.append((f"price of {top_gpu}", scaled))
+            if plan.workload is not None and plan.workload.requests_per_s is not None:
+                if column in TRAFFIC_DEPENDENT:
+                    load = plan.workload.model_copy(update={"requests_per_s": plan.workload.requests_per_s * factor})
+                    moved = _metrics([pairs[key]], replace(plan, workload=load), column)
+                    cases.append(("traffic", (moved[0], moved[1])))
+                else:
+                    cases.append(("traffic", (top, runner)))  # per-token metrics do not depend on traffic
+            for name, (t, r) in cases:
+                flips = None if t is None or r is None else (r > t if higher else r < t)
+                rows.append(
+                    {"assumption": name, "change": f"{factor - 1:+.0%}", "top": t, "runner_up": r, "flips": flips}
+                )
+        out[key] = rows
     return out
 
 

@@ -96,10 +96,12 @@ def test_tokens_per_day_workload():
 
 def test_slo_columns():
     slo = SloSpec(ttft_s=1.0, tpot_s=0.03)
-    row = plan.add_plan_columns(frame(), inputs(slo=slo)).collect().row(0, named=True)
+    with_miss = plan.add_plan_columns(frame(), inputs(slo=slo)).with_columns(slo_miss=plan.slo_miss(slo))
+    row = with_miss.collect().row(0, named=True)
     assert row["meets_slo"] is False
     assert row["slo_miss"] == "tpot_s 0.04 > 0.03 (+33%)"
-    ok = plan.add_plan_columns(frame(tpot_s=0.03), inputs(slo=slo)).collect().row(0, named=True)
+    ok_frame = plan.add_plan_columns(frame(tpot_s=0.03), inputs(slo=slo)).with_columns(slo_miss=plan.slo_miss(slo))
+    ok = ok_frame.collect().row(0, named=True)
     assert ok["meets_slo"] is True and ok["slo_miss"] is None
 
 

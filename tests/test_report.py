@@ -229,3 +229,17 @@ def test_cost_chart_only_with_prices(frame):
     unpriced = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("usd_per_million_output_tokens"))
     assert charts.cost_data(unpriced).height == 0
     assert "cost" not in [s.id for s, _ in charts.build_charts(unpriced)]
+
+
+def test_configurations_table_lists_the_best_rows_first(frame, example):
+    import json
+
+    options = pl.read_parquet(example / "plan.parquet")
+    ctx = build_context(frame, options, json.loads((example / "manifest.json").read_text()))
+    table = ctx["table"]
+    column = ctx["rank"]["column"]
+    values = [row[table["columns"].index(column)] for row in table["rows"]]
+    assert values == sorted(values)  # cheapest first
+    best = frame.filter(pl.col("fits")).select(pl.col(column).min()).collect().item()
+    assert values[0] == best
+    assert table["total_fit"] == frame.select(pl.col("fits").sum()).collect().item() == 59
