@@ -26,6 +26,7 @@ from llmsweep.spec import DEFAULT_MAX_ROWS, Sweep, load
 TABLE_FORMATS = ("csv", "parquet", "xlsx")
 REPORT_FORMATS = ("html", "md")
 CHUNK_ROWS = 1_000_000  # rows estimated at a time when writing: bounds memory on huge grids
+IN_MEMORY_ROWS = 2_000_000  # up to this many rows the estimates are held in memory (about 1.5 GB)
 Progress = Callable[[str], None]
 
 
@@ -148,14 +149,17 @@ def run(
     wanted = list(dict.fromkeys(formats or sweep.spec.report.formats))
     notes = [*sweep.notes, *plan.plan_inputs(sweep).notes]
     say(f"estimating up to {sweep.size:,} configurations")
-    frame = compute(sweep, CHUNK_ROWS)
     target = Path(out_root) / sweep.spec.name
     with atomic_folder(target) as tmp:
         tables = [f for f in wanted if f in TABLE_FORMATS]
         parquet = tmp / "estimates.parquet"
         say("estimating and writing estimates.parquet")
-        write_parquet(frame, parquet)  # streamed; the other tables read this file, not the grid again
-        table = pl.scan_parquet(parquet)
+        if sweep.size <= IN_MEMORY_ROWS:  # small enough to hold: estimate once, write every table from memory
+            table = compute(sweep).collect().lazy()
+            write_parquet(table, parquet)
+        else:  # stream a chunk of layouts at a time; the other tables read the file, not the grid again
+            write_parquet(compute(sweep, CHUNK_ROWS), parquet)
+            table = pl.scan_parquet(parquet)
         rows = table.select(pl.len()).collect().item()
         if rows == 0:
             raise LlmsweepError(f"{sweep.file}: the exclusion rules leave no configuration to estimate")

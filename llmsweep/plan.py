@@ -41,6 +41,7 @@ class Price:
     hosting: float = 0.0
     purchase_usd_per_gpu: float | None = None
     power_utilization: float = DEFAULT_POWER_UTILIZATION
+    citation: str = ""  # where an example price was read (kept in manifest.json)
 
 
 def price_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> Price:
@@ -80,8 +81,9 @@ def example_price(catalog: Catalog, gpu: str) -> Price | None:
         return None
     dated = [p for p in listings if _DATED.match(str(p.get("as_of", "")))]
     best = max(dated, key=lambda p: str(p["as_of"])) if dated else listings[0]
-    source = f"example: {best['provider']}, {best.get('as_of', 'undated')}, {best.get('type')} ({best.get('source')})"
-    return Price(gpu, float(best["usd_per_gpu_hour"]), source, rent=float(best["usd_per_gpu_hour"]))
+    source = f"example: {best['provider']}, {best.get('as_of', 'undated')}"
+    citation = f"{best.get('type')}; {best.get('source')}"
+    return Price(gpu, float(best["usd_per_gpu_hour"]), source, rent=float(best["usd_per_gpu_hour"]), citation=citation)
 
 
 # -- the plan's inputs --------------------------------------------------------------------------------------------

@@ -108,7 +108,8 @@ def test_slo_columns():
 def test_example_prices_are_dated_and_labelled(catalog):
     p = plan.example_price(catalog, "h100-sxm")
     assert p.usd_per_gpu_hour == 3.78  # the latest dated on-demand listing in the catalog
-    assert p.source.startswith("example: Lambda 1x H100 SXM, 2026-05-07, on-demand list (")
+    assert p.source == "example: Lambda 1x H100 SXM, 2026-05-07"
+    assert p.citation.startswith("on-demand list; https://techbytes.app/")
     assert plan.example_price(catalog, "gaudi3") is None
 
 
