@@ -136,6 +136,12 @@ def _progress(quiet: bool):
 
 
 FORMAT_LIST = "csv,parquet,xlsx,html,md"
+TEMPLATE_DIR = click.option(
+    "--template-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="Folder of jinja2 templates that replace the packaged ones (same names).",
+)
 
 
 def _formats(value: str | None) -> list[str] | None:
@@ -161,12 +167,7 @@ def _formats(value: str | None) -> list[str] | None:
     help="Refuse grids larger than this.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
-@click.option(
-    "--template-dir",
-    type=click.Path(file_okay=False, exists=True),
-    default=None,
-    help="Folder of jinja2 templates that replace the packaged ones (same names).",
-)
+@TEMPLATE_DIR
 @_errors_to_exit
 def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     """Expand a sweep file into estimates and write them to OUT/<name>/.
@@ -215,12 +216,7 @@ def validate(sweep, max_rows):
 @main.command()
 @click.argument("estimates", type=click.Path(dir_okay=False, path_type=str))
 @click.option("--format", "fmt", default="html,md", show_default=True, help="html, md or both.")
-@click.option(
-    "--template-dir",
-    type=click.Path(file_okay=False, exists=True),
-    default=None,
-    help="Folder of jinja2 templates that replace the packaged ones (same names).",
-)
+@TEMPLATE_DIR
 @_errors_to_exit
 def report(estimates, fmt, template_dir):
     """Render report.html / report.md again from saved results, without recomputing.

@@ -136,22 +136,25 @@ def make_plan_inputs(
     return PlanInputs(prices, slo, workload, rank_by, tuple(notes))
 
 
-def price_table(plan: PlanInputs) -> pl.LazyFrame:
+PRICE_COMPONENTS = {  # plan.csv column <- Price field
+    "rent_usd_per_gpu_hour": "rent",
+    "amortized_usd_per_gpu_hour": "amortized",
+    "power_usd_per_gpu_hour": "power",
+    "hosting_usd_per_gpu_hour": "hosting",
+    "purchase_usd_per_gpu": "purchase_usd_per_gpu",
+}
+
+
+def price_table(plan: PlanInputs, components: bool = False) -> pl.LazyFrame:
+    """One row per priced GPU: the hourly price, its source and (with `components`) its parts."""
+    fields = {"usd_per_gpu_hour": "usd_per_gpu_hour", "_power_utilization": "power_utilization"}
+    if components:
+        fields |= PRICE_COMPONENTS
     rows = [
-        {
-            "gpu": p.gpu,
-            "usd_per_gpu_hour": p.usd_per_gpu_hour,
-            "price_source": p.source,
-            "_power_utilization": p.power_utilization,
-        }
+        {"gpu": p.gpu, "price_source": p.source, **{col: getattr(p, attr) for col, attr in fields.items()}}
         for p in plan.prices.values()
     ]
-    schema = {
-        "gpu": pl.Categorical,
-        "usd_per_gpu_hour": pl.Float64,
-        "price_source": pl.Categorical,
-        "_power_utilization": pl.Float64,
-    }
+    schema = {"gpu": pl.Categorical, "price_source": pl.Categorical, **{col: pl.Float64 for col in fields}}
     return pl.LazyFrame(rows, schema=schema)
 
 
@@ -301,27 +304,7 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
     batch = slo_batch(base, plan.slo)
     at = base.with_columns(slo_batch=batch, batch=pl.max_horizontal(batch, 1), batch_is_max=pl.lit(False))
     out = add_plan_columns(add_batch_estimates(at.lazy()), plan).with_columns(slo_miss=slo_miss(plan.slo)).collect()
-    parts = pl.DataFrame(
-        [
-            {
-                "gpu": p.gpu,
-                "rent_usd_per_gpu_hour": p.rent,
-                "amortized_usd_per_gpu_hour": p.amortized,
-                "power_usd_per_gpu_hour": p.power,
-                "hosting_usd_per_gpu_hour": p.hosting,
-                "purchase_usd_per_gpu": p.purchase_usd_per_gpu,
-            }
-            for p in plan.prices.values()
-        ],
-        schema={
-            "gpu": pl.Categorical,
-            "rent_usd_per_gpu_hour": pl.Float64,
-            "amortized_usd_per_gpu_hour": pl.Float64,
-            "power_usd_per_gpu_hour": pl.Float64,
-            "hosting_usd_per_gpu_hour": pl.Float64,
-            "purchase_usd_per_gpu": pl.Float64,
-        },
-    )
+    parts = price_table(plan, components=True).select("gpu", *PRICE_COMPONENTS).collect()
     slo, w = plan.slo, plan.workload
     peak = peak_requests_per_s(w)
     return out.join(parts, on="gpu", how="left", maintain_order="left").with_columns(
