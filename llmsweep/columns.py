@@ -484,7 +484,6 @@ NUMERIC: tuple[str, ...] = tuple(
     if col.dtype in (F, I) and col.kind != "derived" and (col.exported or col.name == "slo_batch")
 )
 # Columns capacity planning adds when the sweep has a workload and costs (plan.py).
-RANKABLE: tuple[str, ...] = NUMERIC
 
 
 def higher_is_better(name: str) -> bool:
@@ -588,7 +587,3 @@ def markdown_dictionary() -> str:
         if col.exported:
             lines.append(f"| `{col.name}` | {col.unit or '-'} | {col.description} |")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":  # python -m llmsweep.columns > the README block
-    print(markdown_dictionary())

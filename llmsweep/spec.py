@@ -469,10 +469,10 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:
-    from llmsweep.columns import RANKABLE
+    from llmsweep.columns import NUMERIC
 
-    if column not in RANKABLE:
-        hint = did_you_mean(column, RANKABLE, n=1)
+    if column not in NUMERIC:
+        hint = did_you_mean(column, NUMERIC, n=1)
         r.fail(("rank_by",), f"{column!r} is not a numeric column" + (f"; did you mean {hint[0]!r}?" if hint else ""))
 
 
