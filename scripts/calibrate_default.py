@@ -90,9 +90,11 @@ tables; ExLlamaV2; vLLM on H100/A100). Every row is listed with its estimates in
 `docs/fidelity-residuals.csv`. Ratio = estimated / measured; absolute error = |ratio - 1|.
 
 **How `default` is made.** The `literature` profile (first values from published utilisation
-figures) is fitted by minimising the squared log error over bandwidth and compute efficiency,
-per-step and per-layer overhead (shared), then bandwidth and compute efficiency per GPU family
-with at least 8 rows, with a weak pull towards the literature values. The honest figure is the
+figures) is fitted by minimising the squared log error over bandwidth efficiency and the per-step
+and per-layer overheads (shared), then bandwidth efficiency per GPU family with at least 8 rows,
+with a weak pull towards the literature values. Compute efficiency is not fitted: engines reach very
+different fractions of the tensor peak, and fitting it on one engine's prefill made the others' worse
+(out-of-sample prefill error 38 % instead of 26 %). The honest figure is the
 **out-of-sample** one: each source's rows are scored by a profile fitted on the other three
 sources only, so no row is scored by a profile that saw it. Rows whose batch the source does not
 state (vLLM's max-throughput runs) are compared but never fitted.
@@ -113,9 +115,9 @@ From the out-of-sample errors, the factors that cover the middle 80 % of them; e
   different fractions of peak; one profile cannot fit all of them, and per-engine profiles need
   more data than this file has. Calibrate on your own engine's results (`llmsweep calibrate FILE --fit`).
 - **Prefill on consumer GPUs.** llama.cpp computes prompt matmuls with FP16 accumulation on GeForce
-  cards, which runs at twice the FP32-accumulate rate the catalog uses; the `geforce` family's
-  fitted compute efficiency absorbs this, so a profile fitted without llama.cpp data (the
-  out-of-sample fold) under-predicts their prefill: that is most of the prefill/TTFT error above.
+  cards, which runs at twice the FP32-accumulate rate the catalog uses, so its prefill is faster
+  than `default` predicts (median ratio 0.75); TensorRT-LLM adds fixed per-request costs to short
+  prompts, so its TTFT is slower than the roofline. One compute efficiency cannot serve both.
 - **Scheduler and CPU overheads.** Per-step costs (sampling, scheduling, Python) are one fitted
   constant; small models at batch 1 are the most sensitive to it.
 - **Saturated serving depends on the engine's KV-cache capacity and scheduler.** Runs at "as many
