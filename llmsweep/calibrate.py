@@ -676,9 +676,11 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
     ]
     if do_fit:
         result = calibrate(read.measurements, start, catalog)
-        doc = result.profile.model_dump()
-        doc["description"] = f"Fitted by llmsweep calibrate on {Path(path).name}, starting from {profile}."
-        doc["sources"] = [f"{Path(path).name}: {len(read.measurements)} measurements"]
+        doc = profile_document(
+            result,
+            f"Fitted by llmsweep calibrate on {Path(path).name}, starting from {profile}.",
+            [f"{Path(path).name}: {len(read.measurements)} measurements"],
+        )
         (folder / "profile.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         result.out_of_sample.write_csv(folder / "out_of_sample.csv")
         files += [folder / "profile.yaml", folder / "out_of_sample.csv"]
