@@ -317,33 +317,27 @@ def _render(template: str, context: dict, template_dir_override, html: bool) -> 
         raise LlmsweepError(f"template error in {template}: {e}") from None
 
 
-def render_html(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict, template_dir_override=None) -> str:
+def render_html(context: dict, charts: list, template_dir_override=None) -> str:
+    """report.html: the context, the charts' specs and the vega bundle, inlined once."""
     import vl_convert as vlc
 
-    context = build_context(frame, options, manifest)
     bundle = vlc.javascript_bundle()
     if "</script" in bundle.lower():  # would end the inline <script> early
         raise LlmsweepError("the vega bundle contains '</script' and cannot be inlined")
-    charts = [
-        {"id": s.id, "title": s.title, "question": s.question, "spec": chart.to_dict()}
-        for s, chart in build_charts(frame)
-    ]
-    return _render("report.html.j2", {**context, "charts": charts, "vega_bundle": bundle}, template_dir_override, True)
+    specs = [{"id": s.id, "title": s.title, "question": s.question, "spec": chart.to_dict()} for s, chart in charts]
+    return _render("report.html.j2", {**context, "charts": specs, "vega_bundle": bundle}, template_dir_override, True)
 
 
-def render_markdown(
-    frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict, template_dir_override=None
-) -> tuple[str, dict[str, str]]:
+def render_markdown(context: dict, charts: list, template_dir_override=None) -> tuple[str, dict[str, str]]:
     """(report.md text, {relative path: SVG text}) for the charts folder beside it."""
     import vl_convert as vlc
 
-    context = build_context(frame, options, manifest)
-    charts, files = [], {}
-    for s, chart in build_charts(frame):
+    links, files = [], {}
+    for s, chart in charts:
         path = f"charts/{s.id}.svg"
         files[path] = vlc.vegalite_to_svg(chart.to_json())
-        charts.append({"id": s.id, "title": s.title, "question": s.question, "path": path})
-    return _render("report.md.j2", {**context, "charts": charts}, template_dir_override, False), files
+        links.append({"id": s.id, "title": s.title, "question": s.question, "path": path})
+    return _render("report.md.j2", {**context, "charts": links}, template_dir_override, False), files
 
 
 def write_reports(
@@ -355,14 +349,14 @@ def write_reports(
     template_dir_override=None,
 ) -> list[str]:
     """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
+    context = build_context(frame, options, manifest)
+    charts = build_charts(frame)
     written = []
     if "html" in formats:
-        (folder / "report.html").write_text(
-            render_html(frame, options, manifest, template_dir_override), encoding="utf-8"
-        )
+        (folder / "report.html").write_text(render_html(context, charts, template_dir_override), encoding="utf-8")
         written.append("report.html")
     if "md" in formats:
-        text, files = render_markdown(frame, options, manifest, template_dir_override)
+        text, files = render_markdown(context, charts, template_dir_override)
         (folder / "charts").mkdir(exist_ok=True)
         for rel, svg in files.items():
             (folder / rel).write_text(svg, encoding="utf-8")
