@@ -62,10 +62,10 @@ def main() -> None:
 
     \b
     Examples:
+      llmsweep run sweeps/example.yaml          # a grid -> out/example/ (reports, CSV, plan)
       llmsweep estimate --gpu "H100 SXM" --model meta-llama/Llama-3.1-8B --precision bf16
-      llmsweep estimate --gpu a100-80gb-sxm --model llama-2-7b --batch max --format json
+      llmsweep calibrate my-benchmarks.csv --fit
       llmsweep gpus
-      llmsweep models llama-3.1-70b
     """
 
 
