@@ -45,16 +45,13 @@ class Price:
 
 
 def price_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> Price:
-    """Rented: the hourly price. Bought: purchase / (years x 8,760 h) + power (TDP x utilisation x
-    PUE x USD/kWh) + hosting (USD per kW-month x TDP x PUE / 730 h)."""
-    if cost.usd_per_gpu_hour is not None:
-        return Price(
-            gpu,
-            cost.usd_per_gpu_hour,
-            "sweep: rented",
-            rent=cost.usd_per_gpu_hour,
-            power_utilization=cost.power_utilization,
-        )
+    """Rented: the hourly price (the reserved one when given: it is what a committed buyer pays).
+    Bought: purchase / (years x 8,760 h) + power (TDP x utilisation x PUE x USD/kWh) + hosting
+    (USD per kW-month x TDP x PUE / 730 h)."""
+    rent = cost.usd_per_gpu_hour_reserved if cost.usd_per_gpu_hour_reserved is not None else cost.usd_per_gpu_hour
+    if rent is not None:
+        kind = "sweep: rented (reserved)" if cost.usd_per_gpu_hour_reserved is not None else "sweep: rented"
+        return Price(gpu, rent, kind, rent=rent, power_utilization=cost.power_utilization)
     purchase = cost.purchase_usd if cost.purchase_usd is not None else cost.purchase_usd_per_server / gpus_per_node
     kw = (tdp_w or 0.0) / 1000 * cost.pue
     amortized = purchase / (cost.amortization_years * HOURS_PER_YEAR)

@@ -102,7 +102,9 @@ class CostSpec(_Strict):
     """Prices for one GPU: rented (usd_per_gpu_hour) or bought (purchase_usd ...)."""
 
     usd_per_gpu_hour: float | None = Field(None, ge=0, description="Rental price per GPU-hour (on-demand).")
-    usd_per_gpu_hour_reserved: float | None = Field(None, ge=0, description="Reserved/committed price per GPU-hour.")
+    usd_per_gpu_hour_reserved: float | None = Field(
+        None, ge=0, description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given."
+    )
     purchase_usd: float | None = Field(None, ge=0, description="Purchase price per GPU.")
     purchase_usd_per_server: float | None = Field(None, ge=0, description="Purchase price per server (all its GPUs).")
     amortization_years: float = Field(4, gt=0, description="Years over which a purchase is written off.")
@@ -113,7 +115,8 @@ class CostSpec(_Strict):
 
     @model_validator(mode="after")
     def _rent_or_buy(self) -> CostSpec:
-        if self.usd_per_gpu_hour is None and self.purchase_usd is None and self.purchase_usd_per_server is None:
+        rent = self.usd_per_gpu_hour is not None or self.usd_per_gpu_hour_reserved is not None
+        if not rent and self.purchase_usd is None and self.purchase_usd_per_server is None:
             raise ValueError("give usd_per_gpu_hour (rent) or purchase_usd / purchase_usd_per_server (buy)")
         return self
 

@@ -52,6 +52,11 @@ def test_rented_cost_per_million_tokens():
     assert row["tokens_per_joule"] == pytest.approx(1000 / (2 * 700 * 0.7))
 
 
+def test_reserved_price_wins_over_on_demand():
+    p = plan.price_from_costs("h100-sxm", CostSpec(usd_per_gpu_hour=2.9, usd_per_gpu_hour_reserved=2.1), 700.0, 8)
+    assert (p.usd_per_gpu_hour, p.source) == (2.1, "sweep: rented (reserved)")
+
+
 def test_bought_gpu_hourly_cost():
     cost = CostSpec(
         purchase_usd=35_000,
