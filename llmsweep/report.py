@@ -317,11 +317,37 @@ def _render(template: str, context: dict, template_dir_override, html: bool) -> 
         raise LlmsweepError(f"template error in {template}: {e}") from None
 
 
-def render_html(context: dict, charts: list, template_dir_override=None) -> str:
-    """report.html: the context, the charts' specs and the vega bundle, inlined once."""
+def vega_bundle() -> str:
+    """vega + vega-lite + vega-embed as one script, from vl-convert-python. Building it takes a few
+    seconds, so it is cached per vl-convert version under ~/.cache/llmsweep (or $XDG_CACHE_HOME)."""
+    import os
+    import tempfile
+
     import vl_convert as vlc
 
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llmsweep"
+    path = root / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}-{vlc.get_vega_embed_version()}.js"
+    try:
+        return path.read_text("utf-8")
+    except OSError:
+        pass
     bundle = vlc.javascript_bundle()
+    tmp = None
+    try:  # written whole or not at all; a read-only home just means no cache
+        root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=root, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(bundle)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+    return bundle
+
+
+def render_html(context: dict, charts: list, template_dir_override=None) -> str:
+    """report.html: the context, the charts' specs and the vega bundle, inlined once."""
+    bundle = vega_bundle()
     if "</script" in bundle.lower():  # would end the inline <script> early
         raise LlmsweepError("the vega bundle contains '</script' and cannot be inlined")
     specs = [{"id": s.id, "title": s.title, "question": s.question, "spec": chart.to_dict()} for s, chart in charts]

@@ -243,3 +243,16 @@ def test_configurations_table_lists_the_best_rows_first(frame, example):
     best = frame.filter(pl.col("fits")).select(pl.col(column).min()).collect().item()
     assert values[0] == best
     assert table["total_fit"] == frame.select(pl.col("fits").sum()).collect().item() == 59
+
+
+def test_vega_bundle_is_cached_per_version(tmp_path, monkeypatch):
+    import vl_convert as vlc
+
+    from llmsweep import report
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = report.vega_bundle()
+    calls = []
+    monkeypatch.setattr(vlc, "javascript_bundle", lambda *a, **k: calls.append(1) or "")
+    assert report.vega_bundle() == first and calls == []  # the second call reads the cache
+    assert [p.name for p in (tmp_path / "llmsweep").iterdir()][0].startswith("vega-bundle-")
