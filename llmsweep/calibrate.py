@@ -652,8 +652,11 @@ def _text_table(frame: pl.DataFrame, by: str) -> list[str]:
 
 
 def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, defaults: dict) -> CalibrationReport:
-    """The `calibrate` command: read, compare, optionally fit; write the files into `folder`."""
+    """The `calibrate` command: read, compare, optionally fit, then write the files into `folder`.
+    Everything is computed before anything is written, and each file is replaced whole."""
     import yaml
+
+    from llmsweep.export import write_text_atomic
 
     catalog = load_catalog()
     read = read_file(path, catalog, {k: v for k, v in defaults.items() if v})
@@ -661,11 +664,11 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
         reasons = "; ".join(f"{s['id']}: {s['reason']}" for s in read.skipped[:5])
         raise LlmsweepError(f"{path}: no row could be mapped to a configuration ({reasons})")
     start = catalog.profile(profile)
-    folder.mkdir(parents=True, exist_ok=True)
     comparison = compare(read.measurements, start, catalog)
-    files = [folder / "comparison.csv", folder / "unmapped.csv"]
-    comparison.write_csv(files[0])
-    pl.DataFrame(read.skipped, schema={"id": pl.String, "reason": pl.String}).write_csv(files[1])
+    outputs = {
+        "comparison.csv": comparison.write_csv(),
+        "unmapped.csv": pl.DataFrame(read.skipped, schema={"id": pl.String, "reason": pl.String}).write_csv(),
+    }
     lines = [
         *(f"note: {n}" for n in read.notes),
         f"{len(read.measurements)} rows compared, {len(read.skipped)} not mapped (see unmapped.csv)",
@@ -681,9 +684,8 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
             f"Fitted by llmsweep calibrate on {Path(path).name}, starting from {profile}.",
             [f"{Path(path).name}: {len(read.measurements)} measurements"],
         )
-        (folder / "profile.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-        result.out_of_sample.write_csv(folder / "out_of_sample.csv")
-        files += [folder / "profile.yaml", folder / "out_of_sample.csv"]
+        outputs["profile.yaml"] = yaml.safe_dump(doc, sort_keys=False)
+        outputs["out_of_sample.csv"] = result.out_of_sample.write_csv()
         lines += [
             "fitted profile, out of sample (leave one source out), per metric:",
             *_text_table(summary(result.out_of_sample, "metric"), "metric"),
@@ -692,6 +694,10 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
             lines.append(
                 "note: one source only: the out-of-sample figures need at least two sources; these are in-sample"
             )
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [folder / name for name in outputs]
+    for name, text in outputs.items():
+        write_text_atomic(folder / name, text)
     lines += [str(f) for f in files]
     return CalibrationReport(tuple(files), tuple(lines))
 

@@ -62,6 +62,12 @@ def _cap_series(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return frame.join(series.drop("_n"), on=["model", *keys]).sort(["model", *keys])
 
 
+def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> alt.TopLevelMixin:
+    """One panel per model, stacked, each with its own y axis."""
+    size = {"width": WIDTH} if height is None else {"width": WIDTH, "height": height}
+    return chart.properties(**size).facet(row=alt.Row("model:N", title=None)).resolve_scale(y="independent")
+
+
 def _layout_label(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         option=pl.format("{} · {} · tp{} pp{}", "gpu", "precision", "tp", "pp"),
@@ -106,12 +112,7 @@ def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
         .mark_tick(color="black", thickness=2, size=18)
         .encode(x="usable_gib:Q", y="option:N", tooltip=[alt.Tooltip("usable_gib:Q", title="usable GiB", format=".1f")])
     )
-    return (
-        alt.layer(bars, capacity, data=data)
-        .properties(width=WIDTH)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(y="independent")
-    )
+    return per_model(alt.layer(bars, capacity, data=data))
 
 
 # -- how fast, how many users? -----------------------------------------------------------------------
@@ -138,7 +139,7 @@ def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
-    return (
+    return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
@@ -147,10 +148,8 @@ def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
             color=alt.Color("option:N", title="GPU · weights · layout"),
             strokeDash=alt.StrokeDash("measure:N", title=None),
             tooltip=["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")],
-        )
-        .properties(width=WIDTH, height=260)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(y="independent")
+        ),
+        height=260,
     )
 
 
@@ -167,7 +166,7 @@ def ttft_data(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
-    return (
+    return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
@@ -175,10 +174,8 @@ def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
             y=alt.Y("ttft_ms:Q", title="time to first token (ms)"),
             color=alt.Color("option:N", title="GPU · weights · layout"),
             tooltip=["option:N", "input_tokens:Q", alt.Tooltip("ttft_ms:Q", format=",.1f")],
-        )
-        .properties(width=WIDTH, height=240)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(y="independent")
+        ),
+        height=240,
     )
 
 
@@ -264,7 +261,7 @@ def cost_data(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
-    return (
+    return per_model(
         alt.Chart(data)
         .mark_bar()
         .encode(
@@ -272,9 +269,6 @@ def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
             y=alt.Y("option:N", sort="x", title=None),
             tooltip=["option:N", "batch:Q", alt.Tooltip("usd_per_million_output_tokens:Q", format="$,.3f")],
         )
-        .properties(width=WIDTH)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(y="independent")
     )
 
 
@@ -305,7 +299,7 @@ def frontier_data(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
-    return (
+    return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
@@ -319,10 +313,8 @@ def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
                 alt.Tooltip("per_user:Q", format=",.1f"),
                 alt.Tooltip("per_gpu:Q", format=",.1f"),
             ],
-        )
-        .properties(width=WIDTH, height=280)
-        .facet(row=alt.Row("model:N", title=None))
-        .resolve_scale(y="independent")
+        ),
+        height=280,
     )
 
 

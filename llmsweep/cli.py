@@ -317,7 +317,3 @@ main.command(
     help="List weight/KV formats with bytes per weight, compute dtype and sources.\n\n\b\nExamples:\n"
     "  llmsweep precisions\n  llmsweep precisions q4_k_m --format json",
 )(_catalog_command("precision"))
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -110,3 +110,15 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
 
 def write_manifest(manifest: dict, path: Path) -> None:
     path.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` whole: write a temporary file beside it, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -263,8 +263,3 @@ def grid_parts(
 def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
     """The unestimated grid frame: the cross product of the axes, joined with every fact column."""
     return grid_parts(catalog, axes, profile).frame()
-
-
-def estimate_grid(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:
-    """The estimated grid (every column, derived ones included)."""
-    return grid_parts(catalog, axes, profile).estimate()

@@ -321,9 +321,10 @@ def vega_bundle() -> str:
     """vega + vega-lite + vega-embed as one script, from vl-convert-python. Building it takes a few
     seconds, so it is cached per vl-convert version under ~/.cache/llmsweep (or $XDG_CACHE_HOME)."""
     import os
-    import tempfile
 
     import vl_convert as vlc
+
+    from llmsweep.export import write_text_atomic
 
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llmsweep"
     path = root / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}-{vlc.get_vega_embed_version()}.js"
@@ -332,16 +333,11 @@ def vega_bundle() -> str:
     except OSError:
         pass
     bundle = vlc.javascript_bundle()
-    tmp = None
     try:  # written whole or not at all; a read-only home just means no cache
         root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=root, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(bundle)
-        os.replace(tmp, path)
+        write_text_atomic(path, bundle)
     except OSError:
-        if tmp:
-            Path(tmp).unlink(missing_ok=True)
+        pass
     return bundle
 
 

@@ -161,3 +161,14 @@ def test_bands_cover_the_middle_80_percent(group):
     factors = sorted(1 / r for r in oos["ratio"])  # measured / estimated
     inside = [f for f in factors if lo <= f <= hi]
     assert len(inside) >= 8  # 80 % of 11 rows, give or take the quantile interpolation
+
+
+def test_a_failed_fit_writes_nothing(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise cal.LlmsweepError("fit failed")
+
+    monkeypatch.setattr(cal, "calibrate", broken)
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["calibrate", str(DATA / "measured-dev.csv"), "--fit", "-o", str(out)])
+    assert r.exit_code == 1 and "fit failed" in r.output
+    assert not out.exists()  # the comparison is not written either: all or nothing
