@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
 from functools import wraps
 
@@ -49,6 +51,20 @@ class BatchType(click.ParamType):
         return n
 
 
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _handle_termination() -> None:
+    """SIGTERM and SIGHUP end a command the way Ctrl-C does: the half-written output folder is
+    removed and previous results stay as they were."""
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it
+                signal.signal(sig, _interrupt)
+
+
 def _note(msg: str | None) -> None:
     if msg:
         click.echo(f"note: {msg}", err=True)
@@ -67,6 +83,7 @@ def main() -> None:
       llmsweep calibrate my-benchmarks.csv --fit
       llmsweep gpus
     """
+    _handle_termination()
 
 
 @main.command()

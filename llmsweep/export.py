@@ -1,16 +1,13 @@
-"""Writers for the result files: CSV, Parquet, XLSX and manifest.json, all into a folder that
-appears whole or not at all (`atomic_folder`). Same input, same bytes out: no timestamps."""
+"""Writers for the result files: CSV, Parquet, XLSX and manifest.json (into the folder that
+`outfolder.atomic_folder` swaps in whole). Same input, same bytes out: no timestamps."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import math
 import os
-import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -36,29 +33,6 @@ _XLSX_FORMATS = {
     "requests/s": "#,##0.00",
     "tokens/J": "#,##0.00",
 }
-
-
-@contextlib.contextmanager
-def atomic_folder(target: Path) -> Iterator[Path]:
-    """Yield a temporary folder beside `target`; on success it replaces `target`, on any failure
-    (or interrupt) it is removed and `target` keeps its previous contents."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should look like any folder
-    try:
-        yield tmp
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{os.getpid()}"
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def write_csv(frame: pl.LazyFrame, path: Path) -> None:

@@ -17,8 +17,9 @@ from llmsweep import __version__, plan
 from llmsweep.columns import PLAN_EXPORTED, SCHEMA
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
-from llmsweep.export import XLSX_MAX_ROWS, atomic_folder, write_csv, write_manifest, write_parquet, write_xlsx
+from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
 from llmsweep.grid import grid_parts
+from llmsweep.outfolder import atomic_folder
 from llmsweep.report import workloads as report_workloads
 from llmsweep.report import write_reports
 from llmsweep.spec import DEFAULT_MAX_ROWS, Sweep, load

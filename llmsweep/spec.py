@@ -14,13 +14,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
 from llmsweep.catalog.architecture import load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
 from llmsweep.grid import MAX, Axes
+from llmsweep.outfolder import SAFE_NAME
 from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
 
 DEFAULT_MAX_ROWS = 5_000_000
@@ -131,7 +132,11 @@ class ReportSpec(_Strict):
 class SweepSpec(_Strict):
     """A sweep file (DESIGN.md §3)."""
 
-    name: str = Field(pattern=r"^[a-z0-9._-]+$", max_length=100, description="Folder name under out/.")
+    name: str = Field(
+        max_length=100,
+        description="Folder name under out/: lowercase letters, digits, '.', '_', '-'; not starting with '.'.",
+        json_schema_extra={"pattern": SAFE_NAME.pattern},
+    )
     title: str | None = Field(None, description="Title for the reports.")
     grid: GridSpec
     exclude: list[dict[str, Any]] = Field(default=[], description="Rules that drop combinations: {axis: value(s)}.")
@@ -145,6 +150,16 @@ class SweepSpec(_Strict):
     rank_by: str = Field("usd_per_million_output_tokens", description="Numeric column that ranks the options.")
     profile: str = Field("default", description="Efficiency profile: ideal, default, or a profile file.")
     report: ReportSpec = ReportSpec()
+
+    @field_validator("name")
+    @classmethod
+    def _safe_name(cls, v: str) -> str:
+        if not SAFE_NAME.match(v):
+            raise ValueError(
+                f"{v!r} is not a safe folder name: use lowercase letters, digits, '.', '_' or '-', "
+                "starting with a letter or digit (e.g. chatbot-2027q1)"
+            )
+        return v
 
 
 # -- resolution -----------------------------------------------------------------------------------
