@@ -89,6 +89,12 @@ def main() -> None:
 @main.command()
 @click.option("--gpu", required=True, help="GPU id or name, e.g. h100-sxm, 'RTX 4090', 'M2 Ultra'.")
 @click.option("--model", required=True, help="Hugging Face id or alias, or a local config.json path.")
+@click.option(
+    "--engine",
+    default="auto",
+    show_default=True,
+    help="Serving engine: vllm, sglang, trtllm, llama.cpp, mlx, exllamav2, generic; auto = by GPU.",
+)
 @click.option("--precision", default="bf16", show_default=True, help="Weight format (see `llmsweep precisions`).")
 @click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
 @click.option("--tp", default=1, show_default=True, type=click.IntRange(min=1), help="Tensor-parallel GPUs.")
@@ -110,7 +116,7 @@ def main() -> None:
 )
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @_errors_to_exit
-def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, output_tokens, profile, fmt):
+def estimate(gpu, model, engine, precision, kv_precision, tp, pp, batch, input_tokens, output_tokens, profile, fmt):
     """Estimate one configuration: memory, prefill/TTFT, decode speed, throughput, roofline.
 
     \b
@@ -126,6 +132,7 @@ def estimate(gpu, model, precision, kv_precision, tp, pp, batch, input_tokens, o
     result = estimate_one(
         gpu=gpu,
         model=model,
+        engine=engine,
         precision=precision,
         kv_precision=kv_precision,
         tp=tp,

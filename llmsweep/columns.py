@@ -41,6 +41,14 @@ COLUMNS: tuple[Column, ...] = tuple(
     _cols(
         "identity",
         ("gpu", S, "", "GPU", "GPU catalog id (e.g. h100-sxm)."),
+        (
+            "engine",
+            S,
+            "",
+            "Engine",
+            "Serving engine whose efficiency profile applies (vllm, sglang, trtllm, llama.cpp, mlx, exllamav2, "
+            "generic); the `auto` default is vllm on data-centre GPUs, llama.cpp on desktop GPUs and Macs.",
+        ),
         ("model", S, "", "Model", "Model id: the Hugging Face id of its architecture."),
         ("precision", S, "", "Weights", "Weight format (e.g. bf16, fp8, int4, q4_k_m, 4.0bpw)."),
         (
@@ -497,6 +505,7 @@ EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
 PLAN_EXPORTED: tuple[str, ...] = (
     "rank",
     "gpu",
+    "engine",
     "model",
     "precision",
     "kv_precision",

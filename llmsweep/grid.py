@@ -13,6 +13,7 @@ from itertools import product
 import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
+from llmsweep.catalog.engines import AUTO, default_engine
 from llmsweep.columns import SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates
 
@@ -25,6 +26,7 @@ class Axes:
 
     gpu: Sequence[str]
     model: Sequence[str]
+    engine: Sequence[str] = (AUTO,)
     precision: Sequence[str] = ("bf16",)
     kv_precision: Sequence[str] = ("auto",)
     input_tokens: Sequence[int] = (1024,)
@@ -38,6 +40,7 @@ class Axes:
         n = 1
         for v in (
             self.gpu,
+            self.engine,
             self.model,
             self.precision,
             self.kv_precision,
@@ -56,14 +59,20 @@ def _frame(rows: list[dict]) -> pl.LazyFrame:
     return pl.LazyFrame({k: pl.Series(k, [r[k] for r in rows], dtype=SCHEMA.get(k)) for k in cols})
 
 
-def gpu_table(catalog: Catalog, gpus: Sequence[str], profile: Profile) -> pl.LazyFrame:
+def gpu_table(
+    catalog: Catalog, gpus: Sequence[str], profile: Profile, engines: Sequence[str] = (AUTO,)
+) -> pl.LazyFrame:
+    """GPU facts x engines, with the efficiency profile in force for each pair (`auto` resolved
+    to the GPU's default engine)."""
     rows = []
-    for gid in dict.fromkeys(gpus):
+    for gid, axis_engine in product(dict.fromkeys(gpus), dict.fromkeys(engines)):
         g = catalog.gpu(gid)
-        eff = profile.for_family(g.family)
+        engine = default_engine(g.family) if axis_engine == AUTO else axis_engine
+        eff = profile.for_family(g.family, engine)
         rows.append(
             {
                 "gpu": gid,
+                "engine": engine,
                 "gpu_name": g.name or gid,
                 "gpu_family": g.family,
                 "gpu_memory_bytes": g.memory_bytes,
@@ -237,7 +246,7 @@ def grid_parts(
     rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
     left = {"how": "left", "maintain_order": "left"}
     layouts = (
-        gpu_table(catalog, axes.gpu, profile)
+        gpu_table(catalog, axes.gpu, profile, axes.engine)
         .join(model_table(catalog, axes.model), **_CROSS)
         .join(_axis("precision", dict.fromkeys(axes.precision)), **_CROSS)
         .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from llmsweep import __version__, plan
+from llmsweep.catalog.engines import AUTO, default_engine
 from llmsweep.columns import PLAN_EXPORTED, SCHEMA
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
@@ -98,6 +99,10 @@ def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]
         "grid_size_before_exclusions": sweep.size,
         "files": list(files),
         "notes": list(notes),
+        "engines": {
+            g: list(dict.fromkeys(default_engine(cat.gpu(g).family) if e == AUTO else e for e in sweep.axes.engine))
+            for g in sweep.axes.gpu
+        },
         "rank_by": the_plan.rank_by,
         "prices": {g: vars(p) for g, p in plan.plan_inputs(sweep).prices.items()},
         "sensitivity": the_plan.sensitivity,

@@ -29,6 +29,7 @@ LOW_BIT_CAVEAT = (
 )
 TABLE_COLUMNS = (
     "gpu",
+    "engine",
     "model",
     "precision",
     "kv_precision",
@@ -259,6 +260,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "gpus": sorted(cat["gpus"]),
         "models": sorted(cat["models"]),
         "precisions": sorted(cat["precisions"]),
+        "engines": engines_sentence(manifest.get("engines") or {}),
         "profile": manifest["profile"],
         "rank": {
             "column": column,
@@ -274,6 +276,16 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "catalog": cat,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+def engines_sentence(engines: dict[str, list[str]]) -> str:
+    """'vllm on h100-sxm, l40s; llama.cpp on rtx-4090' from {gpu: [engine, ...]}."""
+    by_engine: dict[str, list[str]] = {}
+    for gpu, names in engines.items():
+        for e in names:
+            by_engine.setdefault(e, []).append(gpu)
+    text = "; ".join(f"{e} on {', '.join(gpus)}" for e, gpus in by_engine.items())
+    return text + " (each engine's efficiency profile applies; `engine:` in the grid chooses others)" if text else "?"
 
 
 def yaml_spec(manifest: dict) -> dict:

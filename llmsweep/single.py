@@ -17,6 +17,7 @@ from llmsweep.present import format_value
 SECTIONS: dict[str, tuple[str, ...]] = {
     "Configuration": (
         "gpu",
+        "engine",
         "model",
         "precision",
         "kv_precision",
@@ -105,6 +106,7 @@ def estimate_one(
     *,
     gpu: str,
     model: str,
+    engine: str = "auto",
     precision: str = "bf16",
     kv_precision: str = "auto",
     tp: int = 1,
@@ -121,6 +123,7 @@ def estimate_one(
     catalog.model(m.id)  # reads and validates a config.json before any frame work
     axes = Axes(
         gpu=[g.id],
+        engine=[catalog.resolve_engine(engine).id],
         model=[m.id],
         precision=[p.id],
         kv_precision=[kv],

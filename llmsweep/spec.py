@@ -25,7 +25,19 @@ from llmsweep.outfolder import SAFE_NAME
 from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
 
 DEFAULT_MAX_ROWS = 5_000_000
-AXES = ("gpu", "model", "precision", "kv_precision", "input_tokens", "context", "output_tokens", "batch", "tp", "pp")
+AXES = (
+    "gpu",
+    "engine",
+    "model",
+    "precision",
+    "kv_precision",
+    "input_tokens",
+    "context",
+    "output_tokens",
+    "batch",
+    "tp",
+    "pp",
+)
 FORMATS = ("csv", "parquet", "xlsx", "html", "md")
 
 
@@ -52,6 +64,12 @@ class GridSpec(_Strict):
     """Every list is an axis; the grid is their product."""
 
     gpu: _axis(str, "GPU ids or names (see `llmsweep gpus`), or ids defined under `gpus:`.")  # type: ignore[valid-type]
+    engine: _axis(  # type: ignore[valid-type]
+        str,
+        "Serving engines: vllm, sglang, trtllm, llama.cpp, mlx, exllamav2, generic; auto = by GPU "
+        "(vLLM on data-centre GPUs, llama.cpp on desktop GPUs and Macs).",
+        ["auto"],
+    )
     model: _axis(str, "Hugging Face ids or aliases (see `llmsweep models`), or names under `models:`.")  # type: ignore[valid-type]
     precision: _axis(str, "Weight formats (see `llmsweep precisions`; any '<N>bpw').", ["bf16"])  # type: ignore[valid-type]
     kv_precision: _axis(str, "KV-cache formats; auto = the 16-bit activation dtype.", ["auto"])  # type: ignore[valid-type]
@@ -369,6 +387,7 @@ def load(
     r = _Resolver(doc, spec, Path(path).resolve().parent)
     g = spec.grid
     gpus = r.names("gpu", g.gpu, "gpu")
+    engines = r.names("engine", g.engine, "engine")
     models = r.names("model", g.model, "model")
     precisions = r.names("precision", g.precision, "precision")
     kv = r.names("kv_precision", g.kv_precision, "precision")
@@ -384,6 +403,7 @@ def load(
         inputs = r.numbers("input_tokens", g.input_tokens or [1024])
     axes = Axes(
         gpu=gpus,
+        engine=engines,
         model=models,
         precision=precisions,
         kv_precision=kv,
@@ -440,6 +460,7 @@ def load(
 def _axis_sizes(axes: Axes, contexts: list | None) -> dict[str, list]:
     sizes = {
         "gpu": axes.gpu,
+        "engine": axes.engine,
         "model": axes.model,
         "precision": axes.precision,
         "kv_precision": axes.kv_precision,
@@ -468,7 +489,9 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
         values = value if isinstance(value, list) else [value]
         resolved = []
         for v in values:
-            if key in ("gpu", "model", "precision") or (key == "kv_precision" and str(v).lower() != "auto"):
+            if key == "engine" and str(v).strip().lower() == "auto":
+                r.fail(path, "exclude rules name engines (vllm, trtllm, ...), not auto")
+            elif key in ("gpu", "engine", "model", "precision") or (key == "kv_precision" and str(v).lower() != "auto"):
                 kind = "precision" if key == "kv_precision" else key
                 try:
                     resolved.append(getattr(r.catalog, f"resolve_{kind}")(str(v)).id)

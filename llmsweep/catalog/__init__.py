@@ -14,6 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from llmsweep.catalog.architecture import load_config_file
+from llmsweep.catalog.engines import resolve_engine
 from llmsweep.catalog.gpus import Gpu
 from llmsweep.catalog.models import ModelEntry
 from llmsweep.catalog.names import NameIndex, Resolved
@@ -62,6 +63,9 @@ class Catalog:
         if name.endswith(".json") or Path(name).is_dir():
             return Resolved(f"file:{name}")
         return index.resolve(name)
+
+    def resolve_engine(self, name: str) -> Resolved:
+        return Resolved(resolve_engine(name))
 
     def resolve_precision(self, name: str) -> Resolved:
         if bits_per_weight_format(name):

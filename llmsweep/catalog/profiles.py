@@ -21,19 +21,38 @@ class Efficiency(BaseModel):
     prefill_chunk_tokens: int = Field(gt=0)
 
 
+class EngineOverrides(BaseModel):
+    """One engine's values: `defaults` for every GPU, `families` per GPU family on top."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    defaults: dict[str, float] = {}
+    families: dict[str, dict[str, float]] = {}
+
+
 class Profile(BaseModel):
+    """Efficiency parameters, most specific last: `defaults`, then `families[F]` (the GPU
+    family's hardware traits, any engine), then `engines[E].defaults`, then
+    `engines[E].families[F]`. An engine without an entry (and `generic`) gets the first two."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str
     defaults: Efficiency
     families: dict[str, dict[str, float]] = {}
+    engines: dict[str, EngineOverrides] = {}
     sources: list[str] = []
     # Uncertainty: per metric group (decode, prefill, throughput), factors [low, high] that cover the
     # middle 80 % of cross-validated errors (from `llmsweep calibrate --fit`); empty = no bands.
     bands: dict[str, list[float]] = {}
 
-    def for_family(self, family: str) -> Efficiency:
-        override = self.families.get(family)
-        if not override:
+    def for_family(self, family: str, engine: str = "generic") -> Efficiency:
+        """The parameters in force for a GPU family served by an engine."""
+        by_engine = self.engines.get(engine) or EngineOverrides()
+        layers = (self.families.get(family), by_engine.defaults, by_engine.families.get(family))
+        if not any(layers):
             return self.defaults
-        return Efficiency.model_validate({**self.defaults.model_dump(), **override})
+        merged = self.defaults.model_dump()
+        for layer in layers:
+            merged.update(layer or {})
+        return Efficiency.model_validate(merged)
