@@ -15,6 +15,7 @@ every correction or derivation is listed in the entry's `derived` field.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -22,6 +23,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from llmsweep.catalog.architecture import checkpoint_precision  # noqa: E402
+
 CATALOG = ROOT / "llmsweep" / "catalog"
 
 # reference id -> (llmsweep id, aliases, family, gpus_per_node, nvlink_group)
@@ -464,13 +468,7 @@ MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
     ),
     "deepseek-v3": (
         "deepseek-ai/DeepSeek-V3",
-        [
-            "deepseek-v3",
-            "DeepSeek V3",
-            "deepseek-ai/DeepSeek-V3-0324",
-            "deepseek-ai/DeepSeek-R1",
-            "deepseek-r1",
-        ],
+        ["deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3-0324"],
         "DeepSeek Model License (code MIT)",
     ),
     "gemma-2-9b": (
@@ -491,6 +489,117 @@ MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
     "gpt-oss-120b": ("openai/gpt-oss-120b", ["gpt-oss-120b", "gpt-oss 120b"], "Apache-2.0"),
     "gpt-oss-20b": ("openai/gpt-oss-20b", ["gpt-oss-20b", "gpt-oss 20b"], "Apache-2.0"),
 }
+
+# shared/reference/model-configs/<stem>_config.json (aiconfigurator's copies of Hugging Face
+# config.json files) -> (llmsweep id = the HF id, aliases, license, published parameter counts).
+# The license text and its source are the model-configs README's; "published" is (total, active,
+# where it is stated): the figures in the model's own name where it carries them.
+MODEL_CONFIGS: dict[str, tuple[str, list[str], str, tuple[str, str, str] | None]] = {
+    "deepseek-ai--DeepSeek-R1": (
+        "deepseek-ai/DeepSeek-R1",
+        ["deepseek-r1", "DeepSeek R1", "DeepSeek-R1"],
+        "MIT",
+        ("671B", "37B", "models.yaml readme_dsv3 (DeepSeek-V3, the same architecture: 671B total / 37B activated)"),
+    ),
+    "deepseek-ai--DeepSeek-V3.2": (
+        "deepseek-ai/DeepSeek-V3.2",
+        ["deepseek-v3.2", "DeepSeek V3.2", "DeepSeek-V3.2"],
+        "MIT (stated for DeepSeek-V3.2-Exp)",
+        ("671B", "37B", "models.yaml readme_dsv3 (the DeepSeek-V3 body; V3.2 adds the DSA indexer)"),
+    ),
+    "Qwen--Qwen3-8B": ("Qwen/Qwen3-8B", ["qwen3-8b", "Qwen3 8B"], "Apache-2.0", None),
+    "Qwen--Qwen3-32B": ("Qwen/Qwen3-32B", ["qwen3-32b", "Qwen3 32B"], "Apache-2.0", None),
+    "Qwen--Qwen3-235B-A22B": ("Qwen/Qwen3-235B-A22B", [], "Apache-2.0", ("235B", "22B", "the model's name")),
+    "Qwen--Qwen3-Coder-480B-A35B-Instruct": (
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        ["qwen3-coder-480b", "Qwen3 Coder 480B", "qwen3-coder-480b-a35b"],
+        "Apache-2.0",
+        ("480B", "35B", "the model's name"),
+    ),
+    "Qwen--Qwen3.5-27B": (
+        "Qwen/Qwen3.5-27B",
+        ["qwen3.5-27b", "Qwen3.5 27B"],
+        "not found for this size (Qwen3.5-397B-A17B: Apache-2.0)",
+        ("27B", "27B", "the model's name (dense)"),
+    ),
+    "Qwen--Qwen3.5-122B-A10B": (
+        "Qwen/Qwen3.5-122B-A10B",
+        ["qwen3.5-122b", "Qwen3.5 122B", "qwen3.5-122b-a10b"],
+        "not found for this size (Qwen3.5-397B-A17B: Apache-2.0)",
+        ("122B", "10B", "the model's name"),
+    ),
+    "Qwen--Qwen3.5-397B-A17B": (
+        "Qwen/Qwen3.5-397B-A17B",
+        ["qwen3.5-397b", "Qwen3.5 397B", "qwen3.5-397b-a17b"],
+        "Apache-2.0",
+        ("397B", "17B", "the model's name"),
+    ),
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct": (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        ["llama-4-scout", "Llama 4 Scout", "meta-llama/Llama-4-Scout-17B-16E"],
+        "Llama 4 Community License",
+        ("109B", "17B", "Meta's Llama 4 model card (109B total incl. the vision encoder); 17B active is in the name"),
+    ),
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct": (
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        ["llama-4-maverick", "Llama 4 Maverick", "meta-llama/Llama-4-Maverick-17B-128E"],
+        "Llama 4 Community License",
+        ("400B", "17B", "Meta's Llama 4 model card (400B total); 17B active is in the name"),
+    ),
+    "moonshotai--Kimi-K2-Instruct": (
+        "moonshotai/Kimi-K2-Instruct",
+        ["kimi-k2", "Kimi K2", "moonshotai/Kimi-K2-Base", "moonshotai/Kimi-K2-Instruct-0905"],
+        "Modified MIT",
+        ("1T", "32B", "Kimi K2 model card ('1 trillion total parameters', '32 billion activated')"),
+    ),
+    "moonshotai--Kimi-K2.5": (
+        "moonshotai/Kimi-K2.5",
+        ["kimi-k2.5", "Kimi K2.5"],
+        "Modified MIT",
+        ("1T", "32B", "Kimi K2 model card (K2.5 keeps the K2 text model: 61 layers, 384 experts, 8 per token)"),
+    ),
+    "zai-org--GLM-5": ("zai-org/GLM-5", ["glm-5", "GLM 5", "GLM-5"], "MIT", None),
+    "zai-org--GLM-5-FP8": ("zai-org/GLM-5-FP8", ["glm-5-fp8", "GLM 5 FP8"], "not found for the FP8 repository (GLM-5: MIT)", None),
+    "MiniMaxAI--MiniMax-M2.5": (
+        "MiniMaxAI/MiniMax-M2.5",
+        ["minimax-m2.5", "MiniMax M2.5", "MiniMax-M2.5"],
+        "Modified MIT (MiniMax-M2.5 LICENSE: display 'MiniMax M2.5' in commercial products)",
+        None,
+    ),
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8": (
+        "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+        ["nemotron-3-super", "Nemotron 3 Super", "nemotron-3-super-120b"],
+        "NVIDIA Nemotron Open Model License",
+        ("120B", "12B", "the model's name"),
+    ),
+    "nvidia--Llama-3.1-70B-Instruct-FP8": (
+        "nvidia/Llama-3.1-70B-Instruct-FP8",
+        ["llama-3.1-70b-fp8-nvidia"],
+        "not found for this repository (sibling nvidia/Llama-3.1-405B-Instruct-FP8: nvidia-open-model-license and llama3.1)",
+        None,
+    ),
+    "nvidia--Qwen3-235B-A22B-NVFP4": (
+        "nvidia/Qwen3-235B-A22B-NVFP4",
+        ["qwen3-235b-a22b-nvfp4"],
+        "not found for this repository (sibling card: nvidia-open-model-license; Apache License 2.0)",
+        ("235B", "22B", "the model's name"),
+    ),
+    "google--gemma-4-26B-A4B": (
+        "google/gemma-4-26B-A4B",
+        ["gemma-4-26b-a4b", "Gemma 4 26B", "gemma-4-26b", "google/gemma-4-26B-A4B-it"],
+        "Apache-2.0",
+        ("26B", "4B", "the model's name"),
+    ),
+    "openai--gpt-oss-120b": ("openai/gpt-oss-120b", [], "Apache-2.0", None),
+    "openai--gpt-oss-20b": ("openai/gpt-oss-20b", [], "Apache-2.0", None),
+}
+MODEL_CONFIGS_SOURCE = (
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+    "aic-core/src/aiconfigurator_core/model_configs/{file} (Apache-2.0; byte-for-byte copy in "
+    "shared/reference/model-configs)"
+)
+# config.json keys that describe other towers or tooling, not the language model llmsweep sizes.
+CONFIG_DROP = {"vision_config", "audio_config", "auto_map", "id2label", "label2id", "task_specific_params"}
 
 # Keys of the reference's moe block that are its own summaries, not config.json keys.
 REFERENCE_ONLY_KEYS = {"expert_intermediate_size", "shared_experts"}
@@ -593,7 +702,12 @@ def build_models(ref_dir: Path) -> dict:
     for m in data["models"]:
         mid, aliases, license_ = MODEL_IDS[m["id"]]
         cfg = {"model_type": m["model_type"], **{k: v for k, v in m["config"].items() if v is not None}}
-        cfg.pop("quantization", None)
+        # models.yaml describes the released weights in words ("fp8 e4m3, 128x128 blocks", "mxfp4
+        # for MoE weights"); its first word names the precision. Absent = not stated.
+        quant = str(cfg.pop("quantization", "") or "")
+        precision = quant.split()[0].lower() if quant.split() else None
+        if precision not in {"fp8", "mxfp4", "nvfp4", "bf16", "fp16"}:
+            precision = None
         # Flatten the reference's moe / mla / sliding_window blocks back into config.json keys, so
         # catalog entries and users' config.json files go through the same reader.
         for block in ("moe", "mla"):
@@ -629,6 +743,8 @@ def build_models(ref_dir: Path) -> dict:
             "config": cfg,
             "params_reference": params,
             "kv_bytes_per_token_fp16_reference": m.get("kv_bytes_per_token_fp16"),
+            "default_precision": precision,
+            "default_precision_source": f"models.yaml config.quantization: {quant}" if precision else None,
             "sources": _sources(m, index) + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
             "notes": m.get("notes"),
         }
@@ -645,7 +761,92 @@ def build_models(ref_dir: Path) -> dict:
             + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
             "notes": "parameter counts computed by llmsweep from the config fields",
         }
+    add_model_configs(models, ref_dir)
     return models
+
+
+def _clean_config(cfg: dict) -> dict:
+    """config.json as llmsweep keeps it: the language model's fields (other towers and tooling
+    dropped), nulls dropped (absent = not stated), module lists over 16 names shortened."""
+    out = {}
+    for k, v in cfg.items():
+        if k in CONFIG_DROP or v is None:
+            continue
+        if isinstance(v, dict):
+            v = _clean_config(v)
+        elif isinstance(v, list) and len(v) > 16 and all(isinstance(x, str) for x in v) and k != "layer_types":
+            v = v[:8] + [f"... {len(v) - 8} more (see the source config.json)"]
+        out[k] = v
+    return out
+
+
+def _readme_rows(ref_dir: Path) -> dict[str, list[str]]:
+    """The model-configs README table: file name -> its cells (model, architecture, KV, quantization, license)."""
+    rows = {}
+    for line in (ref_dir / "model-configs" / "README.md").read_text().splitlines():
+        m = re.match(r"^\| `([^`]+)` \| (.*) \|$", line)
+        if m:
+            rows[m.group(1)] = [c.strip() for c in re.split(r"(?<!\\)\|", m.group(2))]
+    return rows
+
+
+def add_model_configs(models: dict, ref_dir: Path) -> None:
+    """Entries for every config.json in model-configs/; a model already built from models.yaml
+    keeps its reference counts and takes the verbatim config (with its quantization and layer fields)."""
+    folder = ref_dir / "model-configs"
+    readme = _readme_rows(ref_dir)
+    for stem, (mid, aliases, license_, published) in MODEL_CONFIGS.items():
+        fname = f"{stem}_config.json"
+        raw = json.loads((folder / fname).read_text())
+        quant_file = folder / f"{stem}_hf_quant_config.json"
+        quant = json.loads(quant_file.read_text()) if quant_file.exists() else None
+        precision, why = checkpoint_precision(raw, quant)
+        cells = readme[fname]
+        sources = [
+            {"ref": "config.json", "source": MODEL_CONFIGS_SOURCE.format(file=fname), "fields": ["config"]},
+            {
+                "ref": "model-configs README",
+                "source": f"shared/reference/model-configs/README.md, row {fname}",
+                "fields": [f"architecture: {cells[1]}", f"attention / KV: {cells[2]}", f"license: {cells[4]}"],
+            },
+        ]
+        if quant:
+            sources.append(
+                {
+                    "ref": "hf_quant_config.json",
+                    "source": MODEL_CONFIGS_SOURCE.format(file=quant_file.name),
+                    "fields": [f"default_precision ({json.dumps(quant['quantization'])[:200]})"],
+                }
+            )
+        towers = ("vision_config", "audio_config")
+        dropped = [k for k in towers if raw.get(k) or (raw.get("text_config") or {}).get(k)]
+        note = (
+            "Parameters counted from the language model's fields (main model; MTP / next-token "
+            "prediction layers and " + (", ".join(dropped) if dropped else "other towers") + " not counted)."
+        )
+        if mid in models:  # already built from models.yaml: same model, verbatim config
+            e = models[mid]
+            e["aliases"] = list(dict.fromkeys(e["aliases"] + aliases))
+            e["config"] = _clean_config(raw)
+            e["sources"] = sources + e["sources"]
+            e["default_precision"], e["default_precision_source"] = precision, why
+            continue
+        params = {}
+        if published:
+            params = {"official_total": published[0], "official_active": published[1], "source": published[2]}
+        models[mid] = {
+            "name": mid.split("/", 1)[1],
+            "reference_id": f"model-configs:{fname}",
+            "aliases": aliases,
+            "license": license_,
+            "config": _clean_config(raw),
+            "params_reference": params,
+            "kv_bytes_per_token_fp16_reference": None,
+            "default_precision": precision,
+            "default_precision_source": why,
+            "sources": sources,
+            "notes": note,
+        }
 
 
 HEADER = (
@@ -659,7 +860,7 @@ def render(ref_dir: Path) -> dict[str, str]:
     return {
         "gpus.yaml": HEADER.format(src="gpus.yaml, gpus-extra.yaml")
         + dump({"ambiguous_aliases": GPU_AMBIGUOUS, "gpus": build_gpus(ref_dir)}),
-        "models.yaml": HEADER.format(src="models.yaml") + dump({"models": build_models(ref_dir)}),
+        "models.yaml": HEADER.format(src="models.yaml, model-configs/") + dump({"models": build_models(ref_dir)}),
     }
 
 

@@ -95,7 +95,9 @@ def test_ambiguous_gpu_names_pick_the_common_variant_and_say_so(catalog):
         ("TheBloke/Llama-2-7B-GGUF", "meta-llama/Llama-2-7b-hf"),
         ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3"),
         ("llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct"),
-        ("deepseek-r1", "deepseek-ai/DeepSeek-V3"),
+        ("deepseek-r1", "deepseek-ai/DeepSeek-R1"),
+        ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1"),
+        ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
     ],
 )
 def test_model_aliases(catalog, name, mid):
