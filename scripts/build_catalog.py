@@ -136,14 +136,16 @@ GPU_VARIANTS = {
 # (e.g. B300 240 GB / 10 TB/s, MI355X 20.1 PF FP4 as dense, DGX Spark 900 GB/s) are not used.
 GPU_CHOICES = {
     "b300": [
-        "fp4 14000 TFLOPS dense: aic_b300_sxm (Blackwell Ultra datasheet '14 PFLOPS dense') and pg_verda_gb300 (14 PF); "
+        "fp4 14000 TFLOPS dense: aic_b300_sxm (Blackwell Ultra datasheet '14 PFLOPS dense') and "
+        "pg_verda_gb300 (14 PF); "
         "not 13125 (pg_glenn_b300) nor 12600 fp4 / 15000 nvfp4 (stas_acc, DGX B300 datasheet)",
         "int8 153.5 TOPS dense: aic_b300_sxm (307 sparse / 2) and pg_verda_gb300 (0.15 POPS), a cut INT8 path; "
         "not 4500 (stas_acc, pg_glenn_b300 repeat B200's figure)",
         "fp32 75 TFLOPS: pg_glenn_b300 and pg_verda_gb300 (HGX 600 TF / 8); not 80.0 (stas_acc)",
         "memory 288 GB (vendor label: pg_glenn_b300, stas_acc, pg_acecloud_hgxb300); aic_b300_sxm stores 275040 MiB "
         "reported by nvidia-smi, pg_verda_gb300 270 GB",
-        "bandwidth 8000 GB/s (pg_glenn_b300 'max', stas_acc, pg_acecloud_hgxb300); not 7750 (aic_b300_sxm: 62 TB/s / 8) "
+        "bandwidth 8000 GB/s (pg_glenn_b300 'max', stas_acc, pg_acecloud_hgxb300); "
+        "not 7750 (aic_b300_sxm: 62 TB/s / 8) "
         "nor 7700 (pg_verda_gb300)",
         "tdp 1100 W (aic_b300_sxm 'configurable up to 1,100 W', pg_verda_gb300); not 1000 W maximum TGP (stas_power) "
         "nor 1400 W (pg_glenn_b300, the GB300 figure)",
@@ -609,7 +611,12 @@ MODEL_CONFIGS: dict[str, tuple[str, list[str], str, tuple[str, str, str] | None]
         ("1T", "32B", "Kimi K2 model card (K2.5 keeps the K2 text model: 61 layers, 384 experts, 8 per token)"),
     ),
     "zai-org--GLM-5": ("zai-org/GLM-5", ["glm-5", "GLM 5", "GLM-5"], "MIT", None),
-    "zai-org--GLM-5-FP8": ("zai-org/GLM-5-FP8", ["glm-5-fp8", "GLM 5 FP8"], "not found for the FP8 repository (GLM-5: MIT)", None),
+    "zai-org--GLM-5-FP8": (
+        "zai-org/GLM-5-FP8",
+        ["glm-5-fp8", "GLM 5 FP8"],
+        "not found for the FP8 repository (GLM-5: MIT)",
+        None,
+    ),
     "MiniMaxAI--MiniMax-M2.5": (
         "MiniMaxAI/MiniMax-M2.5",
         ["minimax-m2.5", "MiniMax M2.5", "MiniMax-M2.5"],
@@ -625,7 +632,8 @@ MODEL_CONFIGS: dict[str, tuple[str, list[str], str, tuple[str, str, str] | None]
     "nvidia--Llama-3.1-70B-Instruct-FP8": (
         "nvidia/Llama-3.1-70B-Instruct-FP8",
         ["llama-3.1-70b-fp8-nvidia"],
-        "not found for this repository (sibling nvidia/Llama-3.1-405B-Instruct-FP8: nvidia-open-model-license and llama3.1)",
+        "not found for this repository (sibling nvidia/Llama-3.1-405B-Instruct-FP8: "
+        "nvidia-open-model-license and llama3.1)",
         None,
     ),
     "nvidia--Qwen3-235B-A22B-NVFP4": (
@@ -718,7 +726,8 @@ def _gpu_entry(g: dict, fname: str, index: dict) -> dict:
             "source": f"shared/reference/gpus-2026.yaml, entry {g['id']}, interconnect block",
             "fields": [
                 f"gpus_per_node {per_node}: {ic.get('gpus_per_node')}",
-                f"nvlink_group {nvlink_group if nvlink else 1}: {ic.get('nvlink_domain') or ic.get('nvlink_note') or 'no scale-up link'}",
+                f"nvlink_group {nvlink_group if nvlink else 1}: "
+                + str(ic.get("nvlink_domain") or ic.get("nvlink_note") or "no scale-up link"),
             ],
         }
     else:
@@ -762,18 +771,31 @@ def _variant_entry(parent: dict, g: dict, v: dict, index: dict) -> tuple[str, di
     e["memory_bandwidth_gbps"] = _num(v["memory_bandwidth_gbps"])
     bf16 = rate(str(v["bf16"]).split("/")[-1])
     fp8 = rate(str(v["fp8"]).split("/")[-1])
-    e["dense_tflops"] = {"fp32": None, "tf32": None, "fp16": None, "bf16": bf16, "fp8": fp8, "fp4": None,
-                         "int8": fp8, "int4": None}
+    e["dense_tflops"] = {
+        "fp32": None,
+        "tf32": None,
+        "fp16": None,
+        "bf16": bf16,
+        "fp8": fp8,
+        "fp4": None,
+        "int8": fp8,
+        "int4": None,
+    }
     e["tdp_w"] = _num(v["tdp_w"])
     e["launch_year"] = None
     e["cloud_prices"] = []
     e["sources"] = [
-        {"ref": ref, "source": index[ref], "fields": [f"variant {v['name']}: memory, bandwidth, bf16, fp8/int8, power, NVLink"]}
+        {
+            "ref": ref,
+            "source": index[ref],
+            "fields": [f"variant {v['name']}: memory, bandwidth, bf16, fp8/int8, power, NVLink"],
+        }
         for ref in v["sources"]
     ] + [parent["sources"][-1]]
     e["derived"] = [f"choice: {c}" for c in GPU_CHOICES.get(vid, [])] + [
         "int8 = fp8: both source files list 'int8/fp8' at one rate",
-        "NVLink 450 GB/s per direction, 8 per node: the H20 entry's interconnect (aic_h20_3e_pr1435: 900 GB/s bidirectional)",
+        "NVLink 450 GB/s per direction, 8 per node: the H20 entry's interconnect "
+        "(aic_h20_3e_pr1435: 900 GB/s bidirectional)",
         "fp32, tf32, fp16, PCIe, launch year: not stated for this variant (fp16 falls back to the bf16 rate)",
     ]
     e["pcie_gbps_per_direction"] = None
@@ -797,7 +819,9 @@ def build_gpus(ref_dir: Path) -> dict:
             old = gpus[gid]
             for k in ("memory_gb", "memory_bandwidth_gbps", "dense_tflops", "tdp_w"):
                 if old[k] != e[k]:
-                    raise SystemExit(f"gpus-2026.yaml {g['id']}: {k} {e[k]} differs from {old['reference_id']} {old[k]}")
+                    raise SystemExit(
+                        f"gpus-2026.yaml {g['id']}: {k} {e[k]} differs from {old['reference_id']} {old[k]}"
+                    )
             old["reference_id"] += f", gpus-2026.yaml:{g['id']}"
             seen = {s["ref"] for s in old["sources"]}
             old["sources"] += [s for s in e["sources"][:-1] if s["ref"] not in seen | {"gpus_extra_yaml"}]
@@ -820,7 +844,9 @@ def build_gpus(ref_dir: Path) -> dict:
         )
         if upd.get("launch_year") and e["launch_year"] is None:
             e["launch_year"] = int(str(upd["launch_year"])[:4])
-            e["derived"].append(f"launch_year from gpus-2026.yaml price_updates_for_existing_entries: {upd['launch_year']}")
+            e["derived"].append(
+                f"launch_year from gpus-2026.yaml price_updates_for_existing_entries: {upd['launch_year']}"
+            )
     return gpus
 
 

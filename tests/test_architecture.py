@@ -145,7 +145,9 @@ def test_kv_deepseek_r1_mla(catalog):
     a = _arch(catalog, "deepseek-ai/DeepSeek-R1")
     assert (a.full_attention_layers, a.sliding_layers, a.state_layers) == (61, 0, 0)
     assert a.kv_elements_per_token == 61 * (512 + 64) == 35_136
-    assert a.kv_bytes_per_sequence(1, 2) == 70_272 == _arch(catalog, "deepseek-ai/DeepSeek-V3").kv_bytes_per_sequence(1, 2)
+    assert (
+        a.kv_bytes_per_sequence(1, 2) == 70_272 == _arch(catalog, "deepseek-ai/DeepSeek-V3").kv_bytes_per_sequence(1, 2)
+    )
     assert a.kv_bytes_per_sequence(1, 1) == 35_136
     # dense first layers and the shared expert: 3 dense + 58 MoE layers, 1 shared expert
     assert (a.dense_layers, a.moe_layers, a.shared_experts) == (3, 58, 1)

@@ -225,9 +225,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         cfg, "n_positions", where, required=False
     )
     tied = bool(cfg.get("tie_word_embeddings", model_type in _FOUR_NORMS))
-    gated = (
-        model_type not in {"gptj", "gpt2", "gpt_neox", "opt", "falcon", "nemotron_h"} and cfg.get("mlp") != "gelu"
-    )
+    gated = model_type not in {"gptj", "gpt2", "gpt_neox", "opt", "falcon", "nemotron_h"} and cfg.get("mlp") != "gelu"
 
     # Mixture of experts (Mixtral / gpt-oss / Llama 4: num_local_experts; Qwen-MoE / Gemma 4:
     # num_experts; DeepSeek / Kimi / GLM / Nemotron-H: n_routed_experts)
@@ -437,7 +435,11 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     if isinstance(q, dict):
         method = str(q.get("quant_method") or "").lower()
         skipped = q.get("modules_to_not_convert") or q.get("ignore") or []
-        kept = f"; not converted: {', '.join(map(str, skipped[:6]))}{' ...' if len(skipped) > 6 else ''}" if skipped else ""
+        kept = (
+            f"; not converted: {', '.join(map(str, skipped[:6]))}{' ...' if len(skipped) > 6 else ''}"
+            if skipped
+            else ""
+        )
         if method in _QUANT_ALGO:
             return _QUANT_ALGO[method], f"config.json quantization_config.quant_method {method}{kept}"
         if method == "compressed-tensors":
