@@ -113,6 +113,8 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
                 "kv_elements_per_token": float(a.kv_elements_per_token),
                 "kv_window_elements_per_token": float(a.kv_elements_per_token_window),
                 "sliding_window_tokens": a.sliding_window,
+                "attention_layers": a.attention_layers,
+                "state_bytes_per_sequence": float(a.state_bytes_per_sequence),
                 "mlp_active_width": a.mlp_active_width,
             }
         )

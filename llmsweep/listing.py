@@ -80,9 +80,24 @@ def render(kind: str, name: str | None, fmt: str) -> str:
                 "id": rid,
                 **m.model_dump(exclude_none=True),
                 "computed": {
+                    "source": "llmsweep.catalog.architecture.read_config, from the config fields above",
                     "params_total": a.params_total,
                     "params_active": a.params_active,
                     "kv_bytes_per_token_fp16": a.kv_elements_per_token * 2,
+                    "kv_full_bytes_per_token_fp16": a.kv_full_elements_per_token * 2,
+                    "kv_window_bytes_per_token_fp16": a.kv_window_elements_per_token * 2,
+                    "window_tokens": a.sliding_window,
+                    "layers": {
+                        "full_attention": a.full_attention_layers,
+                        "window": a.sliding_layers,
+                        "fixed_state": a.state_layers,
+                        "moe": a.moe_layers,
+                        "dense_in_moe_model": a.dense_layers,
+                    },
+                    "mla_latent_width": a.mla_kv_width or None,
+                    "dsa_indexer_head_dim": a.indexer_head_dim or None,
+                    "shared_experts": a.shared_experts,
+                    "state_bytes_per_sequence": a.state_bytes_per_sequence,
                 },
             }
         else:

@@ -15,6 +15,7 @@ every correction or derivation is listed in the entry's `derived` field.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -22,6 +23,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from llmsweep.catalog.architecture import checkpoint_precision  # noqa: E402
+
 CATALOG = ROOT / "llmsweep" / "catalog"
 
 # reference id -> (llmsweep id, aliases, family, gpus_per_node, nvlink_group)
@@ -113,6 +117,58 @@ GPU_IDS: dict[str, tuple[str, list[str], str, int, int]] = {
     "apple-m4": ("m4", ["M4", "Apple M4"], "apple", 1, 1),
     "apple-m4-pro": ("m4-pro", ["M4 Pro", "Apple M4 Pro"], "apple", 1, 1),
     "apple-m4-max": ("m4-max", ["M4 Max", "Apple M4 Max"], "apple", 1, 1),
+    # gpus-2026.yaml (per node and NVLink domain as its interconnect block states them)
+    "b300-sxm": ("b300", ["B300", "HGX B300", "B300 SXM", "DGX B300"], "blackwell", 8, 8),
+    "gb300-per-gpu": ("gb300", ["GB300", "GB300 NVL72"], "blackwell", 4, 72),
+    "h20": ("h20", ["H20", "HGX H20", "H20 96GB"], "hopper", 8, 8),
+    "dgx-spark-gb10": ("dgx-spark", ["DGX Spark", "GB10", "Project DIGITS", "NVIDIA GB10"], "blackwell", 1, 1),
+    "mi350x": ("mi350x", ["MI350X", "Instinct MI350X"], "cdna", 8, 8),
+    "mi355x": ("mi355x", ["MI355X", "Instinct MI355X"], "cdna", 8, 8),
+    "arc-pro-b60": ("arc-pro-b60", ["Arc Pro B60", "Intel Arc Pro B60", "B60"], "xe", 8, 1),
+}
+# gpus-2026.yaml `variants` given their own entry: (parent reference id, variant name) -> (id, aliases)
+GPU_VARIANTS = {
+    ("h20", "H20 141GB HBM3e"): ("h20-141gb", ["H20 141GB", "H20-3e", "H20E", "H20 HBM3e"]),
+}
+
+# Where gpus-2026.yaml's sources disagree: the value the catalog uses and why, with both sides'
+# sources (the reference's notes hold the full CONFLICTS text). Misquotes listed in its meta
+# (e.g. B300 240 GB / 10 TB/s, MI355X 20.1 PF FP4 as dense, DGX Spark 900 GB/s) are not used.
+GPU_CHOICES = {
+    "b300": [
+        "fp4 14000 TFLOPS dense: aic_b300_sxm (Blackwell Ultra datasheet '14 PFLOPS dense') and "
+        "pg_verda_gb300 (14 PF); "
+        "not 13125 (pg_glenn_b300) nor 12600 fp4 / 15000 nvfp4 (stas_acc, DGX B300 datasheet)",
+        "int8 153.5 TOPS dense: aic_b300_sxm (307 sparse / 2) and pg_verda_gb300 (0.15 POPS), a cut INT8 path; "
+        "not 4500 (stas_acc, pg_glenn_b300 repeat B200's figure)",
+        "fp32 75 TFLOPS: pg_glenn_b300 and pg_verda_gb300 (HGX 600 TF / 8); not 80.0 (stas_acc)",
+        "memory 288 GB (vendor label: pg_glenn_b300, stas_acc, pg_acecloud_hgxb300); aic_b300_sxm stores 275040 MiB "
+        "reported by nvidia-smi, pg_verda_gb300 270 GB",
+        "bandwidth 8000 GB/s (pg_glenn_b300 'max', stas_acc, pg_acecloud_hgxb300); "
+        "not 7750 (aic_b300_sxm: 62 TB/s / 8) "
+        "nor 7700 (pg_verda_gb300)",
+        "tdp 1100 W (aic_b300_sxm 'configurable up to 1,100 W', pg_verda_gb300); not 1000 W maximum TGP (stas_power) "
+        "nor 1400 W (pg_glenn_b300, the GB300 figure)",
+    ],
+    "gb300": [
+        "int8 165 TOPS dense (aic_gb300, pg_verda_gb300 0.165 POPS); not 5000 (stas_acc)",
+        "memory 288 GB (vendor label, pg_awesome_gb300); aic_gb300 stores 284208 MiB reported by nvidia-smi, "
+        "pg_verda_gb300 279 GB",
+    ],
+    "h20": ["tdp 400 W (pg_tweaktown_h20, pg_smbom_h20, pg_willitrunai_h20); not 350 W (aic_h20_pr243)"],
+    "h20-141gb": [
+        "bf16 148 / fp8 and int8 296 dense (aic_h20_3e_pr1435, the 96 GB H20's rates on the same die); "
+        "not 146.5 / 293 (aic_h20e_branch)",
+    ],
+    "dgx-spark": [
+        "bandwidth 273 GB/s (NVIDIA product page via pg_aiinfra_spark); not 301 GB/s (raw 256-bit x 9400 MT/s, "
+        "pg_ferra_gb10)",
+        "fp16 / bf16 / fp8 unknown (NVIDIA publishes only FP4 with sparsity and FP32): matmuls fall back to the "
+        "fp32 rate and the row says so",
+    ],
+    "arc-pro-b60": [
+        "fp8 unknown: aic_b60 states 'B60 has no native FP8 matrix-compute support' (it models fp8 at the bf16 rate)"
+    ],
 }
 
 # Names that several catalog entries answer to: the most common variant wins and the
@@ -464,13 +520,7 @@ MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
     ),
     "deepseek-v3": (
         "deepseek-ai/DeepSeek-V3",
-        [
-            "deepseek-v3",
-            "DeepSeek V3",
-            "deepseek-ai/DeepSeek-V3-0324",
-            "deepseek-ai/DeepSeek-R1",
-            "deepseek-r1",
-        ],
+        ["deepseek-v3", "DeepSeek V3", "deepseek-ai/DeepSeek-V3-0324"],
         "DeepSeek Model License (code MIT)",
     ),
     "gemma-2-9b": (
@@ -492,20 +542,142 @@ MODEL_IDS: dict[str, tuple[str, list[str], str]] = {
     "gpt-oss-20b": ("openai/gpt-oss-20b", ["gpt-oss-20b", "gpt-oss 20b"], "Apache-2.0"),
 }
 
+# shared/reference/model-configs/<stem>_config.json (aiconfigurator's copies of Hugging Face
+# config.json files) -> (llmsweep id = the HF id, aliases, license, published parameter counts).
+# The license text and its source are the model-configs README's; "published" is (total, active,
+# where it is stated): the figures in the model's own name where it carries them.
+MODEL_CONFIGS: dict[str, tuple[str, list[str], str, tuple[str, str, str] | None]] = {
+    "deepseek-ai--DeepSeek-R1": (
+        "deepseek-ai/DeepSeek-R1",
+        ["deepseek-r1", "DeepSeek R1", "DeepSeek-R1"],
+        "MIT",
+        ("671B", "37B", "models.yaml readme_dsv3 (DeepSeek-V3, the same architecture: 671B total / 37B activated)"),
+    ),
+    "deepseek-ai--DeepSeek-V3.2": (
+        "deepseek-ai/DeepSeek-V3.2",
+        ["deepseek-v3.2", "DeepSeek V3.2", "DeepSeek-V3.2"],
+        "MIT (stated for DeepSeek-V3.2-Exp)",
+        ("671B", "37B", "models.yaml readme_dsv3 (the DeepSeek-V3 body; V3.2 adds the DSA indexer)"),
+    ),
+    "Qwen--Qwen3-8B": ("Qwen/Qwen3-8B", ["qwen3-8b", "Qwen3 8B"], "Apache-2.0", None),
+    "Qwen--Qwen3-32B": ("Qwen/Qwen3-32B", ["qwen3-32b", "Qwen3 32B"], "Apache-2.0", None),
+    "Qwen--Qwen3-235B-A22B": ("Qwen/Qwen3-235B-A22B", [], "Apache-2.0", ("235B", "22B", "the model's name")),
+    "Qwen--Qwen3-Coder-480B-A35B-Instruct": (
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        ["qwen3-coder-480b", "Qwen3 Coder 480B", "qwen3-coder-480b-a35b"],
+        "Apache-2.0",
+        ("480B", "35B", "the model's name"),
+    ),
+    "Qwen--Qwen3.5-27B": (
+        "Qwen/Qwen3.5-27B",
+        ["qwen3.5-27b", "Qwen3.5 27B"],
+        "not found for this size (Qwen3.5-397B-A17B: Apache-2.0)",
+        ("27B", "27B", "the model's name (dense)"),
+    ),
+    "Qwen--Qwen3.5-122B-A10B": (
+        "Qwen/Qwen3.5-122B-A10B",
+        ["qwen3.5-122b", "Qwen3.5 122B", "qwen3.5-122b-a10b"],
+        "not found for this size (Qwen3.5-397B-A17B: Apache-2.0)",
+        ("122B", "10B", "the model's name"),
+    ),
+    "Qwen--Qwen3.5-397B-A17B": (
+        "Qwen/Qwen3.5-397B-A17B",
+        ["qwen3.5-397b", "Qwen3.5 397B", "qwen3.5-397b-a17b"],
+        "Apache-2.0",
+        ("397B", "17B", "the model's name"),
+    ),
+    "meta-llama--Llama-4-Scout-17B-16E-Instruct": (
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        ["llama-4-scout", "Llama 4 Scout", "meta-llama/Llama-4-Scout-17B-16E"],
+        "Llama 4 Community License",
+        ("109B", "17B", "Meta's Llama 4 model card (109B total incl. the vision encoder); 17B active is in the name"),
+    ),
+    "meta-llama--Llama-4-Maverick-17B-128E-Instruct": (
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        ["llama-4-maverick", "Llama 4 Maverick", "meta-llama/Llama-4-Maverick-17B-128E"],
+        "Llama 4 Community License",
+        ("400B", "17B", "Meta's Llama 4 model card (400B total); 17B active is in the name"),
+    ),
+    "moonshotai--Kimi-K2-Instruct": (
+        "moonshotai/Kimi-K2-Instruct",
+        ["kimi-k2", "Kimi K2", "moonshotai/Kimi-K2-Base", "moonshotai/Kimi-K2-Instruct-0905"],
+        "Modified MIT",
+        ("1T", "32B", "Kimi K2 model card ('1 trillion total parameters', '32 billion activated')"),
+    ),
+    "moonshotai--Kimi-K2.5": (
+        "moonshotai/Kimi-K2.5",
+        ["kimi-k2.5", "Kimi K2.5"],
+        "Modified MIT",
+        ("1T", "32B", "Kimi K2 model card (K2.5 keeps the K2 text model: 61 layers, 384 experts, 8 per token)"),
+    ),
+    "zai-org--GLM-5": ("zai-org/GLM-5", ["glm-5", "GLM 5", "GLM-5"], "MIT", None),
+    "zai-org--GLM-5-FP8": (
+        "zai-org/GLM-5-FP8",
+        ["glm-5-fp8", "GLM 5 FP8"],
+        "not found for the FP8 repository (GLM-5: MIT)",
+        None,
+    ),
+    "MiniMaxAI--MiniMax-M2.5": (
+        "MiniMaxAI/MiniMax-M2.5",
+        ["minimax-m2.5", "MiniMax M2.5", "MiniMax-M2.5"],
+        "Modified MIT (MiniMax-M2.5 LICENSE: display 'MiniMax M2.5' in commercial products)",
+        None,
+    ),
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-FP8": (
+        "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+        ["nemotron-3-super", "Nemotron 3 Super", "nemotron-3-super-120b"],
+        "NVIDIA Nemotron Open Model License",
+        ("120B", "12B", "the model's name"),
+    ),
+    "nvidia--Llama-3.1-70B-Instruct-FP8": (
+        "nvidia/Llama-3.1-70B-Instruct-FP8",
+        ["llama-3.1-70b-fp8-nvidia"],
+        "not found for this repository (sibling nvidia/Llama-3.1-405B-Instruct-FP8: "
+        "nvidia-open-model-license and llama3.1)",
+        None,
+    ),
+    "nvidia--Qwen3-235B-A22B-NVFP4": (
+        "nvidia/Qwen3-235B-A22B-NVFP4",
+        ["qwen3-235b-a22b-nvfp4"],
+        "not found for this repository (sibling card: nvidia-open-model-license; Apache License 2.0)",
+        ("235B", "22B", "the model's name"),
+    ),
+    "google--gemma-4-26B-A4B": (
+        "google/gemma-4-26B-A4B",
+        ["gemma-4-26b-a4b", "Gemma 4 26B", "gemma-4-26b", "google/gemma-4-26B-A4B-it"],
+        "Apache-2.0",
+        ("26B", "4B", "the model's name"),
+    ),
+    "openai--gpt-oss-120b": ("openai/gpt-oss-120b", [], "Apache-2.0", None),
+    "openai--gpt-oss-20b": ("openai/gpt-oss-20b", [], "Apache-2.0", None),
+}
+MODEL_CONFIGS_SOURCE = (
+    "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
+    "aic-core/src/aiconfigurator_core/model_configs/{file} (Apache-2.0; byte-for-byte copy in "
+    "shared/reference/model-configs)"
+)
+# config.json keys that describe other towers or tooling, not the language model llmsweep sizes.
+CONFIG_DROP = {"vision_config", "audio_config", "auto_map", "id2label", "label2id", "task_specific_params"}
+
 # Keys of the reference's moe block that are its own summaries, not config.json keys.
 REFERENCE_ONLY_KEYS = {"expert_intermediate_size", "shared_experts"}
 
 LICENSE_SOURCE = "license named on the model's Hugging Face model card (check the current terms before use)"
 
 
-def _pcie_gbps(text: str | None) -> float | None:
+def _pcie_gbps(text: str | None) -> tuple[float | None, str | None]:
+    """PCIe bandwidth per direction from the interconnect.pcie text, and how it was obtained."""
     if not text:
-        return None
-    m = re.search(r"Gen\s*(\d)\s*x\s*(\d+)", text)
-    if not m:
-        return None
-    gen, lanes = int(m.group(1)), int(m.group(2))
-    return round(PCIE_GBPS_PER_LANE[gen] * lanes, 1)
+        return None, None
+    m = re.search(r"(?:Gen\s*|PCIe\s*)(\d)(?:\.0)?\s*x\s*(\d+)", text)
+    if m:
+        gen, lanes = int(m.group(1)), int(m.group(2))
+        gbps = round(PCIE_GBPS_PER_LANE[gen] * lanes, 1)
+        return gbps, f"pcie_gbps_per_direction {gbps} ({PCIE_SOURCE})"
+    m = re.search(r"(\d+(?:\.\d+)?) GB/s per direction", text)
+    if m:  # no lane count, but the reference states the per-direction figure
+        return float(m.group(1)), f"pcie_gbps_per_direction {m.group(1)} as stated in interconnect.pcie: {text!r}"
+    return None, None
 
 
 def _num(v):
@@ -522,67 +694,159 @@ def _sources(entry: dict, index: dict) -> list[dict]:
     return out
 
 
+def _gpu_entry(g: dict, fname: str, index: dict) -> dict:
+    """One reference GPU in the catalog's schema (ids, family and node facts from GPU_IDS)."""
+    gid, aliases, family, per_node, nvlink_group = GPU_IDS[g["id"]]
+    tf = g.get("dense_tflops") or {}
+    tops = g.get("dense_tops") or {}
+    rates = {k: _num(tf.get(k)) for k in ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")}
+    rates["int8"] = _num(tops.get("int8"))
+    rates["int4"] = _num(tops.get("int4"))
+    derived = [str(d) for d in g.get("derived_fields") or []]
+    fix = GPU_CORRECTIONS.get(gid)
+    if fix:
+        for k, v in fix["dense_tflops"].items():
+            derived.append(f"dense_tflops.{k}: {rates[k]} -> {v} ({fix['why']})")
+            rates[k] = v
+    derived += [f"choice: {c}" for c in GPU_CHOICES.get(gid, [])]
+    ic = g.get("interconnect") or {}
+    nvlink = _num(ic.get("nvlink_gbps_per_direction"))
+    if nvlink is None and _num(ic.get("nvlink_gbps_bidirectional")):
+        nvlink = ic["nvlink_gbps_bidirectional"] / 2
+        derived.append("nvlink_gbps_per_direction = nvlink_gbps_bidirectional / 2")
+    if nvlink is None and _num(ic.get("infinity_fabric_gbps_unidirectional_total")):
+        nvlink = float(ic["infinity_fabric_gbps_unidirectional_total"])
+        derived.append("scale-up link = Infinity Fabric unidirectional total")
+    pcie, how = _pcie_gbps(ic.get("pcie"))
+    if how:
+        derived.append(how)
+    if fname == "gpus-2026.yaml":  # this file states the node and the NVLink domain
+        node_source = {
+            "ref": "gpus-2026.yaml interconnect",
+            "source": f"shared/reference/gpus-2026.yaml, entry {g['id']}, interconnect block",
+            "fields": [
+                f"gpus_per_node {per_node}: {ic.get('gpus_per_node')}",
+                f"nvlink_group {nvlink_group if nvlink else 1}: "
+                + str(ic.get("nvlink_domain") or ic.get("nvlink_note") or "no scale-up link"),
+            ],
+        }
+    else:
+        node_source = {"ref": "llmsweep", "source": GPUS_PER_NODE_SOURCE, "fields": ["gpus_per_node", "nvlink_group"]}
+    return {
+        "name": g["name"],
+        "vendor": g["vendor"],
+        "family": family,
+        "arch": g.get("arch"),
+        "form_factor": g.get("form_factor"),
+        "reference_id": f"{fname}:{g['id']}",
+        "aliases": aliases,
+        "memory_gb": _num(g["memory_gb"]),
+        "memory_type": g.get("memory_type"),
+        "memory_bandwidth_gbps": _num(g["memory_bandwidth_gbps"]),
+        "dense_tflops": rates,
+        "tdp_w": _num(g.get("tdp_w")),
+        "scale_up_gbps_per_direction": nvlink,
+        "nvlink_group": nvlink_group if nvlink else 1,
+        "pcie_gbps_per_direction": pcie,
+        "gpus_per_node": per_node,
+        "launch_year": g.get("launch_year"),
+        "cloud_prices": [
+            {**p, "source": index.get(p.get("source"), p.get("source"))} for p in g.get("cloud_prices") or []
+        ],
+        "sources": _sources(g, index) + [node_source],
+        "derived": derived,
+        "notes": g.get("notes"),
+    }
+
+
+def _variant_entry(parent: dict, g: dict, v: dict, index: dict) -> tuple[str, dict]:
+    """A `variants` row of gpus-2026.yaml as its own GPU: only the facts the row states; the rest
+    of the datasheet is left unknown rather than copied from the parent."""
+    vid, aliases = GPU_VARIANTS[(g["id"], v["name"].split(" (")[0].split(" '")[0].strip())]
+    rate = lambda text: float(str(text).split()[0])  # noqa: E731 - "148 (source) / 146.5 (source)": the first
+    e = {**parent, "name": f"NVIDIA {v['name']}", "reference_id": f"gpus-2026.yaml:{g['id']} variant {vid}"}
+    e["aliases"] = aliases
+    e["memory_gb"] = _num(v["memory_gb"])
+    e["memory_type"] = "HBM3e"
+    e["memory_bandwidth_gbps"] = _num(v["memory_bandwidth_gbps"])
+    bf16 = rate(str(v["bf16"]).split("/")[-1])
+    fp8 = rate(str(v["fp8"]).split("/")[-1])
+    e["dense_tflops"] = {
+        "fp32": None,
+        "tf32": None,
+        "fp16": None,
+        "bf16": bf16,
+        "fp8": fp8,
+        "fp4": None,
+        "int8": fp8,
+        "int4": None,
+    }
+    e["tdp_w"] = _num(v["tdp_w"])
+    e["launch_year"] = None
+    e["cloud_prices"] = []
+    e["sources"] = [
+        {
+            "ref": ref,
+            "source": index[ref],
+            "fields": [f"variant {v['name']}: memory, bandwidth, bf16, fp8/int8, power, NVLink"],
+        }
+        for ref in v["sources"]
+    ] + [parent["sources"][-1]]
+    e["derived"] = [f"choice: {c}" for c in GPU_CHOICES.get(vid, [])] + [
+        "int8 = fp8: both source files list 'int8/fp8' at one rate",
+        "NVLink 450 GB/s per direction, 8 per node: the H20 entry's interconnect "
+        "(aic_h20_3e_pr1435: 900 GB/s bidirectional)",
+        "fp32, tf32, fp16, PCIe, launch year: not stated for this variant (fp16 falls back to the bf16 rate)",
+    ]
+    e["pcie_gbps_per_direction"] = None
+    e["notes"] = v.get("note")
+    return vid, e
+
+
 def build_gpus(ref_dir: Path) -> dict:
     gpus = {}
     for fname in ("gpus.yaml", "gpus-extra.yaml"):
         data = yaml.safe_load((ref_dir / fname).read_text())
         index = data["source_index"]
         for g in data["gpus"]:
-            gid, aliases, family, per_node, nvlink_group = GPU_IDS[g["id"]]
-            tf = g.get("dense_tflops") or {}
-            tops = g.get("dense_tops") or {}
-            rates = {k: _num(tf.get(k)) for k in ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4")}
-            rates["int8"] = _num(tops.get("int8"))
-            rates["int4"] = _num(tops.get("int4"))
-            derived = [str(d) for d in g.get("derived_fields") or []]
-            fix = GPU_CORRECTIONS.get(gid)
-            if fix:
-                for k, v in fix["dense_tflops"].items():
-                    derived.append(f"dense_tflops.{k}: {rates[k]} -> {v} ({fix['why']})")
-                    rates[k] = v
-            ic = g.get("interconnect") or {}
-            nvlink = _num(ic.get("nvlink_gbps_per_direction"))
-            if nvlink is None and _num(ic.get("nvlink_gbps_bidirectional")):
-                nvlink = ic["nvlink_gbps_bidirectional"] / 2
-                derived.append("nvlink_gbps_per_direction = nvlink_gbps_bidirectional / 2")
-            if nvlink is None and _num(ic.get("infinity_fabric_gbps_unidirectional_total")):
-                nvlink = float(ic["infinity_fabric_gbps_unidirectional_total"])
-                derived.append("scale-up link = Infinity Fabric unidirectional total")
-            pcie = _pcie_gbps(ic.get("pcie"))
-            if pcie is not None:
-                derived.append(f"pcie_gbps_per_direction {pcie} ({PCIE_SOURCE})")
-            gpus[gid] = {
-                "name": g["name"],
-                "vendor": g["vendor"],
-                "family": family,
-                "arch": g.get("arch"),
-                "form_factor": g.get("form_factor"),
-                "reference_id": f"{fname}:{g['id']}",
-                "aliases": aliases,
-                "memory_gb": _num(g["memory_gb"]),
-                "memory_type": g.get("memory_type"),
-                "memory_bandwidth_gbps": _num(g["memory_bandwidth_gbps"]),
-                "dense_tflops": rates,
-                "tdp_w": _num(g.get("tdp_w")),
-                "scale_up_gbps_per_direction": nvlink,
-                "nvlink_group": nvlink_group if nvlink else 1,
-                "pcie_gbps_per_direction": pcie,
-                "gpus_per_node": per_node,
-                "launch_year": g.get("launch_year"),
-                "cloud_prices": [
-                    {**p, "source": index.get(p.get("source"), p.get("source"))} for p in g.get("cloud_prices") or []
-                ],
-                "sources": _sources(g, index)
-                + [
-                    {
-                        "ref": "llmsweep",
-                        "source": GPUS_PER_NODE_SOURCE,
-                        "fields": ["gpus_per_node", "nvlink_group"],
-                    }
-                ],
-                "derived": derived,
-                "notes": g.get("notes"),
+            gpus[GPU_IDS[g["id"]][0]] = _gpu_entry(g, fname, index)
+    data = yaml.safe_load((ref_dir / "gpus-2026.yaml").read_text())
+    index = data["source_index"]
+    for g in data["gpus"]:
+        e = _gpu_entry(g, "gpus-2026.yaml", index)
+        gid = GPU_IDS[g["id"]][0]
+        if gid in gpus:  # a copy of an existing entry: its datasheet must agree; add new sources and prices
+            old = gpus[gid]
+            for k in ("memory_gb", "memory_bandwidth_gbps", "dense_tflops", "tdp_w"):
+                if old[k] != e[k]:
+                    raise SystemExit(
+                        f"gpus-2026.yaml {g['id']}: {k} {e[k]} differs from {old['reference_id']} {old[k]}"
+                    )
+            old["reference_id"] += f", gpus-2026.yaml:{g['id']}"
+            seen = {s["ref"] for s in old["sources"]}
+            old["sources"] += [s for s in e["sources"][:-1] if s["ref"] not in seen | {"gpus_extra_yaml"}]
+            old["cloud_prices"] += e["cloud_prices"]
+            continue
+        gpus[gid] = e
+        for v in g.get("variants") or []:
+            vid, ve = _variant_entry(e, g, v, index)
+            gpus[vid] = ve
+    for upd in data["price_updates_for_existing_entries"]:
+        e = gpus[GPU_IDS[upd["id"]][0]]
+        prices = [{**p, "source": index.get(p["source"], p["source"])} for p in upd["cloud_prices"]]
+        e["cloud_prices"] += prices
+        e["sources"].append(
+            {
+                "ref": "gpus-2026.yaml price_updates_for_existing_entries",
+                "source": "shared/reference/gpus-2026.yaml price_updates_for_existing_entries",
+                "fields": [f"cloud_prices: {p['provider']} {p['usd_per_gpu_hour']} ({p['as_of']})" for p in prices],
             }
+        )
+        if upd.get("launch_year") and e["launch_year"] is None:
+            e["launch_year"] = int(str(upd["launch_year"])[:4])
+            e["derived"].append(
+                f"launch_year from gpus-2026.yaml price_updates_for_existing_entries: {upd['launch_year']}"
+            )
     return gpus
 
 
@@ -593,7 +857,12 @@ def build_models(ref_dir: Path) -> dict:
     for m in data["models"]:
         mid, aliases, license_ = MODEL_IDS[m["id"]]
         cfg = {"model_type": m["model_type"], **{k: v for k, v in m["config"].items() if v is not None}}
-        cfg.pop("quantization", None)
+        # models.yaml describes the released weights in words ("fp8 e4m3, 128x128 blocks", "mxfp4
+        # for MoE weights"); its first word names the precision. Absent = not stated.
+        quant = str(cfg.pop("quantization", "") or "")
+        precision = quant.split()[0].lower() if quant.split() else None
+        if precision not in {"fp8", "mxfp4", "nvfp4", "bf16", "fp16"}:
+            precision = None
         # Flatten the reference's moe / mla / sliding_window blocks back into config.json keys, so
         # catalog entries and users' config.json files go through the same reader.
         for block in ("moe", "mla"):
@@ -629,6 +898,8 @@ def build_models(ref_dir: Path) -> dict:
             "config": cfg,
             "params_reference": params,
             "kv_bytes_per_token_fp16_reference": m.get("kv_bytes_per_token_fp16"),
+            "default_precision": precision,
+            "default_precision_source": f"models.yaml config.quantization: {quant}" if precision else None,
             "sources": _sources(m, index) + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
             "notes": m.get("notes"),
         }
@@ -645,7 +916,92 @@ def build_models(ref_dir: Path) -> dict:
             + [{"ref": "license", "source": LICENSE_SOURCE, "fields": ["license"]}],
             "notes": "parameter counts computed by llmsweep from the config fields",
         }
+    add_model_configs(models, ref_dir)
     return models
+
+
+def _clean_config(cfg: dict) -> dict:
+    """config.json as llmsweep keeps it: the language model's fields (other towers and tooling
+    dropped), nulls dropped (absent = not stated), module lists over 16 names shortened."""
+    out = {}
+    for k, v in cfg.items():
+        if k in CONFIG_DROP or v is None:
+            continue
+        if isinstance(v, dict):
+            v = _clean_config(v)
+        elif isinstance(v, list) and len(v) > 16 and all(isinstance(x, str) for x in v) and k != "layer_types":
+            v = v[:8] + [f"... {len(v) - 8} more (see the source config.json)"]
+        out[k] = v
+    return out
+
+
+def _readme_rows(ref_dir: Path) -> dict[str, list[str]]:
+    """The model-configs README table: file name -> its cells (model, architecture, KV, quantization, license)."""
+    rows = {}
+    for line in (ref_dir / "model-configs" / "README.md").read_text().splitlines():
+        m = re.match(r"^\| `([^`]+)` \| (.*) \|$", line)
+        if m:
+            rows[m.group(1)] = [c.strip() for c in re.split(r"(?<!\\)\|", m.group(2))]
+    return rows
+
+
+def add_model_configs(models: dict, ref_dir: Path) -> None:
+    """Entries for every config.json in model-configs/; a model already built from models.yaml
+    keeps its reference counts and takes the verbatim config (with its quantization and layer fields)."""
+    folder = ref_dir / "model-configs"
+    readme = _readme_rows(ref_dir)
+    for stem, (mid, aliases, license_, published) in MODEL_CONFIGS.items():
+        fname = f"{stem}_config.json"
+        raw = json.loads((folder / fname).read_text())
+        quant_file = folder / f"{stem}_hf_quant_config.json"
+        quant = json.loads(quant_file.read_text()) if quant_file.exists() else None
+        precision, why = checkpoint_precision(raw, quant)
+        cells = readme[fname]
+        sources = [
+            {"ref": "config.json", "source": MODEL_CONFIGS_SOURCE.format(file=fname), "fields": ["config"]},
+            {
+                "ref": "model-configs README",
+                "source": f"shared/reference/model-configs/README.md, row {fname}",
+                "fields": [f"architecture: {cells[1]}", f"attention / KV: {cells[2]}", f"license: {cells[4]}"],
+            },
+        ]
+        if quant:
+            sources.append(
+                {
+                    "ref": "hf_quant_config.json",
+                    "source": MODEL_CONFIGS_SOURCE.format(file=quant_file.name),
+                    "fields": [f"default_precision ({json.dumps(quant['quantization'])[:200]})"],
+                }
+            )
+        towers = ("vision_config", "audio_config")
+        dropped = [k for k in towers if raw.get(k) or (raw.get("text_config") or {}).get(k)]
+        note = (
+            "Parameters counted from the language model's fields (main model; MTP / next-token "
+            "prediction layers and " + (", ".join(dropped) if dropped else "other towers") + " not counted)."
+        )
+        if mid in models:  # already built from models.yaml: same model, verbatim config
+            e = models[mid]
+            e["aliases"] = list(dict.fromkeys(e["aliases"] + aliases))
+            e["config"] = _clean_config(raw)
+            e["sources"] = sources + e["sources"]
+            e["default_precision"], e["default_precision_source"] = precision, why
+            continue
+        params = {}
+        if published:
+            params = {"official_total": published[0], "official_active": published[1], "source": published[2]}
+        models[mid] = {
+            "name": mid.split("/", 1)[1],
+            "reference_id": f"model-configs:{fname}",
+            "aliases": aliases,
+            "license": license_,
+            "config": _clean_config(raw),
+            "params_reference": params,
+            "kv_bytes_per_token_fp16_reference": None,
+            "default_precision": precision,
+            "default_precision_source": why,
+            "sources": sources,
+            "notes": note,
+        }
 
 
 HEADER = (
@@ -657,9 +1013,9 @@ HEADER = (
 def render(ref_dir: Path) -> dict[str, str]:
     dump = lambda d: yaml.safe_dump(d, sort_keys=False, allow_unicode=True, width=120)  # noqa: E731
     return {
-        "gpus.yaml": HEADER.format(src="gpus.yaml, gpus-extra.yaml")
+        "gpus.yaml": HEADER.format(src="gpus.yaml, gpus-extra.yaml, gpus-2026.yaml")
         + dump({"ambiguous_aliases": GPU_AMBIGUOUS, "gpus": build_gpus(ref_dir)}),
-        "models.yaml": HEADER.format(src="models.yaml") + dump({"models": build_models(ref_dir)}),
+        "models.yaml": HEADER.format(src="models.yaml, model-configs/") + dump({"models": build_models(ref_dir)}),
     }
 
 

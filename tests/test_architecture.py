@@ -127,3 +127,171 @@ def test_unreadable_config(tmp_path):
     bad.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigFileError, match="not UTF-8"):
         load_config_file(bad)
+
+
+# -- 2024-2026 architectures (shared/reference/model-configs) -------------------------------------
+# KV bytes per token derived by hand from each config.json; "16-bit" = fp16/bf16 KV (2 bytes per
+# element), fp8 = 1 byte. Full layers grow with the context, window layers stop at W tokens, state
+# layers (linear attention, Mamba2) keep a fixed state per sequence whatever the context.
+
+
+def _arch(catalog, mid):
+    return catalog.model(mid).architecture
+
+
+def test_kv_deepseek_r1_mla(catalog):
+    # DeepSeek-R1 = the DeepSeek-V3 shape: MLA caches one latent per layer, 61 layers x
+    # (kv_lora_rank 512 + qk_rope_head_dim 64) = 35,136 elements: 70,272 bytes at 16-bit, 35,136 at fp8
+    a = _arch(catalog, "deepseek-ai/DeepSeek-R1")
+    assert (a.full_attention_layers, a.sliding_layers, a.state_layers) == (61, 0, 0)
+    assert a.kv_elements_per_token == 61 * (512 + 64) == 35_136
+    assert (
+        a.kv_bytes_per_sequence(1, 2) == 70_272 == _arch(catalog, "deepseek-ai/DeepSeek-V3").kv_bytes_per_sequence(1, 2)
+    )
+    assert a.kv_bytes_per_sequence(1, 1) == 35_136
+    # dense first layers and the shared expert: 3 dense + 58 MoE layers, 1 shared expert
+    assert (a.dense_layers, a.moe_layers, a.shared_experts) == (3, 58, 1)
+
+
+def test_kv_kimi_k2_mla(catalog):
+    # Kimi-K2: MLA like DeepSeek (64 heads, but the cache does not depend on heads):
+    # 61 x (512 + 64) x 2 bytes = 70,272 at 16-bit; first_k_dense_replace 1 -> 1 dense + 60 MoE layers
+    a = _arch(catalog, "moonshotai/Kimi-K2-Instruct")
+    assert a.kv_bytes_per_sequence(1, 2) == 61 * 576 * 2 == 70_272
+    assert (a.dense_layers, a.moe_layers) == (1, 60)
+    assert _arch(catalog, "moonshotai/Kimi-K2.5").kv_bytes_per_sequence(1, 2) == 70_272  # same text model
+
+
+def test_kv_glm5_mla_with_dsa_indexer(catalog):
+    # GLM-5: MLA latent (512 + 64) plus the DSA lightning indexer's key (index_head_dim 128), which
+    # is a real per-token cache the indexer scores against on every step: it counts. 78 layers x
+    # (512 + 64 + 128) = 54,912 elements: 109,824 bytes at 16-bit, 54,912 at fp8. (Engines may keep
+    # the indexer key in fp8 with one fp32 scale per 128 values, 132 bytes per layer, whatever the
+    # KV precision; llmsweep stores it at the KV precision.)
+    a = _arch(catalog, "zai-org/GLM-5")
+    assert a.indexer_head_dim == 128
+    assert a.kv_bytes_per_sequence(1, 2) == 78 * (512 + 64 + 128) * 2 == 109_824
+    assert a.kv_bytes_per_sequence(1, 1) == 54_912
+    # DeepSeek-V3.2 (the same indexer): 61 x (576 + 128) x 2 = 85,888
+    assert _arch(catalog, "deepseek-ai/DeepSeek-V3.2").kv_bytes_per_sequence(1, 2) == 85_888
+
+
+def test_kv_qwen35_hybrid_linear_attention(catalog):
+    # Qwen3.5-397B-A17B: layer_types = 45 linear_attention (Gated DeltaNet) + 15 full_attention.
+    # Only the 15 full layers cache K and V: 15 x 2 (K,V) x 2 KV heads x 256 head_dim = 15,360
+    # elements = 30,720 bytes per token at 16-bit (15,360 at fp8), not 60 layers' 122,880.
+    a = _arch(catalog, "Qwen/Qwen3.5-397B-A17B")
+    assert (a.full_attention_layers, a.state_layers, a.attention_layers) == (15, 45, 15)
+    assert a.kv_elements_per_token == 15 * 2 * 2 * 256 == 15_360
+    # Fixed state per Gated DeltaNet layer (aiconfigurator qwen35.py): 64 value heads x 128 key dim
+    # x 128 value dim x 4 bytes (fp32 SSM state) = 4,194,304, plus the conv window
+    # (2 x 16 x 128 + 64 x 128) x (kernel 4 - 1) x 2 bytes = 73,728 -> 4,268,032 x 45 = 192,061,440
+    assert a.state_bytes_per_sequence == 45 * (64 * 128 * 128 * 4 + (2 * 16 * 128 + 64 * 128) * 3 * 2) == 192_061_440
+    # one sequence at 100k tokens, 16-bit KV: 30,720 x 100,000 + 192,061,440 = 3,264,061,440 bytes
+    assert a.kv_bytes_per_sequence(100_000, 2) == 3_264_061_440
+    assert (a.shared_experts, a.moe_layers, a.dense_layers) == (1, 60, 0)
+
+
+def test_kv_nemotron3_super_hybrid_mamba(catalog):
+    # hybrid_override_pattern: 8 '*' attention, 40 'M' Mamba2, 40 'E' MoE layers. KV only on the 8
+    # attention layers: 8 x 2 x 2 KV heads x 128 = 4,096 elements = 8,192 bytes at 16-bit, 4,096 at fp8
+    a = _arch(catalog, "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8")
+    assert (a.full_attention_layers, a.state_layers, a.moe_layers) == (8, 40, 40)
+    assert a.kv_bytes_per_sequence(1, 2) - a.state_bytes_per_sequence == 8_192
+    assert a.kv_bytes_per_sequence(1, 1) - a.state_bytes_per_sequence == 4_096
+    # Mamba2 state per layer: 128 heads x 64 head dim x 128 state x 4 bytes (mamba_ssm_cache_dtype
+    # float32) = 4,194,304, plus conv (8192 + 2 x 8 groups x 128) x 3 x 2 bytes = 61,440 -> x 40
+    assert a.state_bytes_per_sequence == 40 * (128 * 64 * 128 * 4 + 10_240 * 3 * 2) == 170_229_760
+
+
+def test_kv_llama4_scout_chunked_attention(catalog):
+    # The config has attention_chunk_size 8192 and no layer list; transformers' default
+    # no_rope_layer_interval 4 makes layers 3, 7, ..., 47 (12 NoPE layers) global and the other 36
+    # chunked: a chunked layer holds at most 8192 tokens. Per layer 2 x 8 KV heads x 128 = 2,048
+    # elements = 4,096 bytes at 16-bit.
+    a = _arch(catalog, "meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    assert (a.full_attention_layers, a.sliding_layers, a.sliding_window, a.window_kind) == (12, 36, 8192, "chunked")
+    # context <= 8192: every layer holds every token: 48 x 4,096 = 196,608 bytes per token
+    assert a.kv_bytes_per_sequence(8192, 2) == 48 * 4096 * 8192 == 196_608 * 8192
+    assert a.kv_bytes_per_sequence(1000, 2) == 196_608 * 1000
+    # 100k tokens: 12 x 4,096 x 100,000 + 36 x 4,096 x 8,192 = 4,915,200,000 + 1,207,959,552
+    assert a.kv_bytes_per_sequence(100_000, 2) == 6_123_159_552  # 61,232 bytes per token on average
+    assert a.kv_bytes_per_sequence(100_000, 1) == 6_123_159_552 / 2  # fp8
+
+
+def test_kv_gpt_oss_sliding_window(catalog):
+    # gpt-oss-120b: 18 sliding (window 128) + 18 full layers, 2 x 8 KV heads x 64 = 1,024 elements
+    # = 2,048 bytes per layer per token at 16-bit. Full part 18 x 2,048 = 36,864 bytes per token.
+    a = _arch(catalog, "openai/gpt-oss-120b")
+    assert (a.full_attention_layers, a.sliding_layers, a.sliding_window) == (18, 18, 128)
+    # 10,000 tokens: 36,864 x 10,000 + 36,864 x 128 = 373,358,592 bytes
+    assert a.kv_bytes_per_sequence(10_000, 2) == 36_864 * 10_000 + 36_864 * 128 == 373_358_592
+
+
+def test_kv_gemma4_sliding_and_global_layers(catalog):
+    # gemma-4-26B-A4B: layer_types 25 sliding (window 1024) + 5 full. Sliding layers: 2 x 8 KV heads
+    # x 256 = 4,096 elements; full layers use the global shape, 2 x 2 KV heads x 512 = 2,048 (K is
+    # reused as V but the cache still holds both tensors). 16-bit: full 5 x 4,096 = 20,480 bytes per
+    # token; window 25 x 8,192 = 204,800 bytes per token up to 1024 tokens.
+    a = _arch(catalog, "google/gemma-4-26B-A4B")
+    assert (a.full_attention_layers, a.sliding_layers, a.sliding_window) == (5, 25, 1024)
+    assert (a.kv_full_elements_per_token * 2, a.kv_window_elements_per_token * 2) == (20_480, 204_800)
+    # 32k tokens: 20,480 x 32,768 + 204,800 x 1,024 = 671,088,640 + 209,715,200
+    assert a.kv_bytes_per_sequence(32_768, 2) == 880_803_840
+
+
+# Published parameter counts (catalog params_reference: the figure in the model's name, or the
+# model card named there) against the count from the config fields. Tolerance: 2% on the total
+# (names round; vision towers and MTP layers are not counted here), 7% on the active count (names
+# round "12.8B" to "12B"). Where the publisher excludes the input embedding from "active", so do we.
+PUBLISHED = {
+    "deepseek-ai/DeepSeek-R1": (671e9, 37e9, False),
+    "Qwen/Qwen3-235B-A22B": (235e9, 22e9, False),
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct": (480e9, 35e9, False),
+    "Qwen/Qwen3.5-27B": (27e9, 27e9, False),
+    "Qwen/Qwen3.5-122B-A10B": (122e9, 10e9, False),
+    "Qwen/Qwen3.5-397B-A17B": (397e9, 17e9, False),
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct": (109e9, 17e9, False),
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct": (400e9, 17e9, False),
+    "moonshotai/Kimi-K2-Instruct": (1.0e12, 32e9, False),  # "1 trillion": 1.026e12 is within 2.6%
+    "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": (120e9, 12e9, False),
+    "nvidia/Qwen3-235B-A22B-NVFP4": (235e9, 22e9, False),
+    "google/gemma-4-26B-A4B": (26e9, 4e9, False),
+    "openai/gpt-oss-120b": (116.8e9, 5.1e9, True),  # models.yaml pg_gptoss: 116.8B / 5.1B
+}
+
+
+@pytest.mark.parametrize("mid", sorted(PUBLISHED))
+def test_parameter_counts_against_published_figures(catalog, mid):
+    total, active, active_without_embedding = PUBLISHED[mid]
+    a = _arch(catalog, mid)
+    tol_total = 0.03 if mid.startswith("moonshotai") else 0.04 if "gemma-4" in mid else 0.02
+    assert abs(a.params_total / total - 1) <= tol_total, a.params_total
+    got = a.params_active - (a.vocab_size * a.hidden_size if active_without_embedding else 0)
+    assert abs(got / active - 1) <= 0.07, got
+    entry = catalog.model(mid)
+    if entry.reference_id.startswith("model-configs:"):  # new entries say where the figure is published
+        assert entry.params_reference["official_total"] and entry.params_reference["source"], mid
+
+
+@needs_reference
+def test_parameter_counts_hand_derived():
+    # Qwen3-8B (dense, qk-norm): embeddings 151936 x 4096 x 2 (untied) = 1,244,659,712;
+    # per layer attention 4096 x (32 + 2 x 8) x 128 + 32 x 128 x 4096 + q/k norms 2 x 128 = 41,943,296,
+    # MLP 3 x 4096 x 12288 = 150,994,944, 2 norms 8,192; 36 layers + final norm 4096
+    cfg = json.loads((REFERENCE / "model-configs" / "Qwen--Qwen3-8B_config.json").read_text())
+    a = read_config(cfg)
+    per_layer = 41_943_296 + 150_994_944 + 8_192
+    assert a.params_total == 1_244_659_712 + 36 * per_layer + 4096 == 8_190_735_360  # "8.2B" on its card
+
+
+def test_checkpoint_precision_read_from_quantization_fields():
+    from llmsweep.catalog.architecture import checkpoint_precision
+
+    assert checkpoint_precision({"quantization_config": {"quant_method": "fp8"}}) == (
+        "fp8",
+        "config.json quantization_config.quant_method fp8",
+    )
+    assert checkpoint_precision({}, {"quantization": {"quant_algo": "NVFP4"}})[0] == "nvfp4"
+    assert checkpoint_precision({"torch_dtype": "bfloat16"})[0] == "bf16"
+    assert checkpoint_precision({}) == (None, None)

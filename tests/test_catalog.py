@@ -26,10 +26,12 @@ def test_catalog_files_are_the_build_scripts_output():
 
 @needs_reference
 def test_every_reference_gpu_is_in_the_catalog(catalog):
-    refs = {g.reference_id for g in catalog.gpus.values()}
-    for fname in ("gpus.yaml", "gpus-extra.yaml"):
+    refs = {r for g in catalog.gpus.values() for r in g.reference_id.split(", ")}
+    for fname in ("gpus.yaml", "gpus-extra.yaml", "gpus-2026.yaml"):
         for g in yaml.safe_load((REFERENCE / fname).read_text())["gpus"]:
             assert f"{fname}:{g['id']}" in refs
+    # the H20's 141 GB variant has its own entry
+    assert catalog.gpu("h20-141gb").reference_id == "gpus-2026.yaml:h20 variant h20-141gb"
 
 
 def test_every_entry_carries_sources(catalog):
@@ -72,6 +74,16 @@ def test_dense_rates_not_sparse(catalog):
         ("b200", "b200"),
         ("GB200", "gb200"),
         ("rtx pro 6000 server", "rtx-pro-6000-server"),
+        ("B300", "b300"),
+        ("HGX B300", "b300"),
+        ("GB300 NVL72", "gb300"),
+        ("H20", "h20"),
+        ("H20 141GB", "h20-141gb"),
+        ("DGX Spark", "dgx-spark"),
+        ("GB10", "dgx-spark"),
+        ("MI350X", "mi350x"),
+        ("AMD Instinct MI355X", "mi355x"),
+        ("Intel Arc Pro B60", "arc-pro-b60"),
     ],
 )
 def test_gpu_names_resolve(catalog, name, gid):
@@ -95,7 +107,9 @@ def test_ambiguous_gpu_names_pick_the_common_variant_and_say_so(catalog):
         ("TheBloke/Llama-2-7B-GGUF", "meta-llama/Llama-2-7b-hf"),
         ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3"),
         ("llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct"),
-        ("deepseek-r1", "deepseek-ai/DeepSeek-V3"),
+        ("deepseek-r1", "deepseek-ai/DeepSeek-R1"),
+        ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-R1"),
+        ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
     ],
 )
 def test_model_aliases(catalog, name, mid):
@@ -181,3 +195,160 @@ def test_profile_file(tmp_path, catalog):
     path.write_text("description: x\ndefaults: {bandwidth_efficiency: 2}\n")
     with pytest.raises(Exception, match=r"p.yaml: not a valid efficiency profile: defaults.bandwidth_efficiency"):
         catalog.profile(str(path))
+
+
+# -- gpus-2026.yaml ---------------------------------------------------------------------------
+
+
+def test_2026_gpus_family_and_node_facts(catalog):
+    # (family, GPUs per node, GPUs on the scale-up link, per-direction link GB/s) as gpus-2026.yaml's
+    # interconnect blocks state them; Blackwell Ultra parts share the blackwell profile family
+    expected = {
+        "b300": ("blackwell", 8, 8, 900),
+        "gb300": ("blackwell", 4, 72, 900),
+        "h20": ("hopper", 8, 8, 450),
+        "h20-141gb": ("hopper", 8, 8, 450),
+        "dgx-spark": ("blackwell", 1, 1, None),
+        "mi350x": ("cdna", 8, 8, 535.5),
+        "mi355x": ("cdna", 8, 8, 535.5),
+        "arc-pro-b60": ("xe", 8, 1, None),
+    }
+    for gid, (family, per_node, group, link) in expected.items():
+        g = catalog.gpu(gid)
+        assert (g.family, g.gpus_per_node, g.nvlink_group, g.scale_up_gbps_per_direction) == (
+            family,
+            per_node,
+            group,
+            link,
+        ), gid
+        assert any(s.ref.startswith("gpus-2026.yaml") for s in g.sources), gid
+
+
+def test_2026_disagreeing_sources_record_the_choice_and_both_sides(catalog):
+    b300 = catalog.gpu("b300")
+    assert (b300.dense_tflops.fp4, b300.dense_tflops.int8, b300.dense_tflops.bf16) == (14000, 153.5, 2250)
+    fp4 = next(d for d in b300.derived if d.startswith("choice: fp4"))
+    assert "aic_b300_sxm" in fp4 and "pg_glenn_b300" in fp4 and "stas_acc" in fp4
+    int8 = next(d for d in b300.derived if d.startswith("choice: int8"))
+    assert "153.5" in int8 and "4500" in int8
+    assert any("146.5" in d for d in catalog.gpu("h20-141gb").derived)
+    # derived_fields are carried: GB300's sparse rates from the rack totals, DGX Spark FP4 = 1000 / 2
+    assert any("1,440 PF / 72" in d for d in catalog.gpu("gb300").derived)
+    spark = catalog.gpu("dgx-spark")
+    assert spark.dense_tflops.fp4 == 500 and any("1000 / 2" in d for d in spark.derived)
+    # unpublished peaks stay unknown: the estimator falls back to fp32 and says so
+    assert spark.dense_tflops.bf16 is None and spark.peak_flops("bf16") == (31e12, "fp32")
+
+
+def test_2026_misquotes_are_not_repeated(catalog):
+    # gpus-2026.yaml meta.known_misquotes_and_catalog_errors
+    b300 = catalog.gpu("b300")
+    assert (b300.memory_gb, b300.memory_bandwidth_gbps) == (288, 8000)  # not 240 GB / 10+ TB/s
+    assert catalog.gpu("mi355x").dense_tflops.fp4 == 10100  # 20.1 PF is the sparse figure
+    assert catalog.gpu("mi350x").dense_tflops.fp4 == 9230  # 18.45 PF is sparse
+    assert catalog.gpu("dgx-spark").memory_bandwidth_gbps == 273  # not "over 900 GB/s"
+    assert catalog.gpu("gb200").memory_gb == 186  # not 129 GB
+    assert catalog.gpu("rtx-pro-6000-server").memory_bandwidth_gbps == 1597  # not 1.5 TB/s on 384 bits
+    coreweave = [p for p in catalog.gpu("gb200").cloud_prices if "CoreWeave" in p["provider"]]
+    assert [p["usd_per_gpu_hour"] for p in coreweave] == [10.50]  # $42/h is a 4-GPU slice
+
+
+def test_2026_price_updates_for_existing_entries(catalog):
+    b200 = catalog.gpu("b200")
+    spheron = next(p for p in b200.cloud_prices if p["provider"] == "Spheron B200")
+    assert (spheron["usd_per_gpu_hour"], spheron["as_of"]) == (6.03, "2026-03-17")
+    assert spheron["source"].startswith("https://www.spheron.network/")
+    assert any(p["usd_per_gpu_hour"] == 1.95 for p in catalog.gpu("mi325x").cloud_prices)
+    assert any(p["usd_per_gpu_hour"] == 1.50 for p in catalog.gpu("mi300x").cloud_prices)
+    gb200 = catalog.gpu("gb200")
+    assert gb200.launch_year == 2024 and any("launch_year" in d for d in gb200.derived)
+    # the RTX PRO 6000 Server copy in gpus-2026.yaml agrees with gpus-extra.yaml and adds its prices
+    server = catalog.gpu("rtx-pro-6000-server")
+    assert "gpus-2026.yaml:rtx-pro-6000-blackwell-server" in server.reference_id
+    assert any(p["usd_per_gpu_hour"] == 0.66 for p in server.cloud_prices)
+
+
+# -- model-configs/ ---------------------------------------------------------------------------
+
+
+@needs_reference
+def test_every_model_config_is_in_the_catalog_with_sources_and_license(catalog):
+    for path in sorted((REFERENCE / "model-configs").glob("*_config.json")):
+        if path.name.endswith("_hf_quant_config.json"):
+            continue
+        hf_id = path.name.removesuffix("_config.json").replace("--", "/", 1)
+        m = catalog.model(catalog.resolve_model(hf_id).id)
+        assert any(path.name in s["source"] for s in m.sources), hf_id
+        assert any(s["ref"] == "model-configs README" for s in m.sources), hf_id
+        assert m.license and m.default_precision, hf_id
+
+
+@pytest.mark.parametrize(
+    ("name", "precision"),
+    [
+        ("nvidia/Llama-3.1-70B-Instruct-FP8", "fp8"),  # hf_quant_config.json quant_algo FP8
+        ("nvidia/Qwen3-235B-A22B-NVFP4", "nvfp4"),  # hf_quant_config.json quant_algo NVFP4
+        ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "fp8"),
+        ("zai-org/GLM-5-FP8", "fp8"),  # quantization_config quant_method fp8
+        ("zai-org/GLM-5", "bf16"),  # no quantization: dtype bfloat16
+        ("deepseek-ai/DeepSeek-R1", "fp8"),
+        ("moonshotai/Kimi-K2-Instruct", "fp8"),
+        ("moonshotai/Kimi-K2.5", "int4-g32"),  # compressed-tensors int4, group 32 (routed experts)
+        ("openai/gpt-oss-120b", "mxfp4"),  # experts in MXFP4, attention bf16
+        ("Qwen/Qwen3.5-397B-A17B", "bf16"),
+        ("meta-llama/Llama-3.1-8B", None),  # models.yaml states no checkpoint format
+    ],
+)
+def test_default_precision_is_the_checkpoints_format(catalog, name, precision):
+    m = catalog.model(catalog.resolve_model(name).id)
+    assert m.default_precision == precision
+    if precision:
+        assert precision in catalog.precisions and m.default_precision_source
+
+
+def test_default_precision_of_a_users_config_file(tmp_path, catalog):
+    cfg = dict(catalog.model("deepseek-ai/DeepSeek-R1").config)
+    path = tmp_path / "config.json"
+    path.write_text(__import__("json").dumps(cfg))
+    m = catalog.model(catalog.resolve_model(str(path)).id)
+    assert (m.default_precision, m.default_precision_source) == (
+        "fp8",
+        "config.json quantization_config.quant_method fp8",
+    )
+
+
+def test_cli_shows_b300_with_every_source():
+    from click.testing import CliRunner
+
+    from llmsweep.cli import main
+
+    r = CliRunner().invoke(main, ["gpus", "b300"])
+    assert r.exit_code == 0, r.output
+    shown = yaml.safe_load(r.output)
+    assert shown["id"] == "b300" and shown["family"] == "blackwell"
+    assert (shown["memory_gb"], shown["memory_bandwidth_gbps"], shown["dense_tflops"]["fp4"]) == (288, 8000, 14000)
+    refs = {s["ref"] for s in shown["sources"]}
+    assert {"aic_b300_sxm", "pg_verda_gb300", "pg_glenn_b300", "stas_acc", "gpus-2026.yaml interconnect"} <= refs
+    assert all(s["source"] for s in shown["sources"])
+    assert any(d.startswith("choice: fp4") for d in shown["derived"])
+    assert shown["cloud_prices"][0]["source"].startswith("https://www.ornnai.com/")
+
+
+@pytest.mark.parametrize("name", ["deepseek-r1", "deepseek-ai/DeepSeek-R1"])
+def test_cli_shows_deepseek_r1_with_every_source(name):
+    from click.testing import CliRunner
+
+    from llmsweep.cli import main
+
+    r = CliRunner().invoke(main, ["models", name])
+    assert r.exit_code == 0, r.output
+    shown = yaml.safe_load(r.output)
+    assert shown["id"] == "deepseek-ai/DeepSeek-R1"
+    assert (shown["license"], shown["default_precision"]) == ("MIT", "fp8")
+    assert shown["default_precision_source"] == "config.json quantization_config.quant_method fp8"
+    assert {s["ref"] for s in shown["sources"]} == {"config.json", "model-configs README"}
+    assert "deepseek-ai--DeepSeek-R1_config.json" in shown["sources"][0]["source"]
+    assert shown["params_reference"]["source"].startswith("models.yaml readme_dsv3")
+    c = shown["computed"]
+    assert (c["kv_bytes_per_token_fp16"], c["mla_latent_width"], c["shared_experts"]) == (70_272, 576, 1)
+    assert (c["layers"]["moe"], c["layers"]["dense_in_moe_model"]) == (58, 3)

@@ -3,7 +3,12 @@
 Catalog entries and users' own config.json files go through `read_config`, so a model is
 described the same way wherever it comes from. Parameter counts are computed from the fields
 (embeddings + attention + MLP or experts + routers + norms); tests check them against the
-reference counts in shared/reference/models.yaml.
+reference counts in shared/reference/models.yaml and against the figures the model makers publish.
+
+Layers are sorted by what they keep per sequence (`_layer_kinds`): "full" attention layers cache
+every token; "window" layers (sliding window, or Llama 4's chunked attention) at most W tokens;
+"state" layers (Qwen3.5's Gated DeltaNet linear attention, Nemotron-H's Mamba2) a fixed-size
+recurrent state whatever the context; "none" layers (Nemotron-H's MoE / MLP blocks) nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +32,14 @@ _ALTERNATING_WINDOW = {"gemma2", "gemma3", "gemma3_text", "gpt_oss", "cohere2"}
 # Model types with four norms per layer (pre/post attention and pre/post MLP).
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 # Model types with per-head RMSNorm on queries and keys.
-_QK_NORM = {"qwen3", "qwen3_moe"}
+_QK_NORM = {"qwen3", "qwen3_moe", "qwen3_5_text", "qwen3_5_moe_text"}
+# Routers with a per-expert score-correction bias (DeepSeek-V3's "noaux_tc" routing and its kin).
+_ROUTER_BIAS = {"deepseek_v3", "deepseek_v32", "kimi_k2", "glm_moe_dsa", "minimax_m2", "nemotron_h"}
+# Bytes per element of recurrent state, by the dtype names config.json uses.
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+# Weight formats a checkpoint can declare -> llmsweep precision ids (catalog/precisions.yaml).
+_QUANT_ALGO = {"fp8": "fp8", "nvfp4": "nvfp4", "mxfp4": "mxfp4", "w4a16_awq": "int4", "int4_awq": "int4"}
+_TORCH_DTYPE = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 # Model types with biases on the q, k and v projections.
 _QKV_BIAS = {"qwen2", "qwen2_moe"}
 
@@ -51,32 +63,51 @@ class Architecture:
     moe_layers: int
     expert_params: int  # parameters of one routed expert in one layer
     mla_kv_width: int  # kv_lora_rank + qk_rope_head_dim (0 = not MLA)
-    sliding_window: int | None
-    sliding_layers: int
+    sliding_window: int | None  # W: the sliding window, or Llama 4's attention chunk
+    sliding_layers: int  # layers holding at most W tokens (sliding-window or chunked)
     params_total: int  # P
     params_active: int  # P_a: P minus the routed experts a token skips
     mlp_active_width: int  # intermediate width a token passes through (for activation memory)
+    full_attention_layers: int = 0  # layers whose cache grows with the context
+    state_layers: int = 0  # linear-attention / Mamba layers with a fixed-size state
+    kv_full_elements_per_token: int = 0  # cache elements per token in the full layers
+    kv_window_elements_per_token: int = 0  # cache elements per token in the window layers
+    state_bytes_per_sequence: int = 0  # fixed recurrent state of one sequence, all state layers
+    window_kind: str | None = None  # "sliding" or "chunked"
+    indexer_head_dim: int = 0  # DSA lightning-indexer key cached per token per layer (0 = none)
+    shared_experts: int = 0
+    dense_layers: int = 0  # layers with a dense MLP in an MoE model (first_k_dense_replace, interleaving)
 
     @property
     def is_mla(self) -> bool:
         return self.mla_kv_width > 0
 
     @property
-    def kv_elements_per_token(self) -> int:
-        """K and V elements one token adds to the cache, summed over all layers (before any window).
+    def attention_layers(self) -> int:
+        """Layers that attend over cached tokens (full + window); the rest keep a state or nothing."""
+        return self.full_attention_layers + self.sliding_layers
 
-        GQA: 2 x L x h_kv x d_h (DESIGN §4; h_kv, not h_q). MLA: L x (kv_lora_rank + qk_rope_head_dim).
+    @property
+    def kv_elements_per_token(self) -> int:
+        """Cache elements one token adds, summed over all attention layers (before any window).
+
+        GQA: 2 x h_kv x d_h per layer (DESIGN §4; h_kv, not h_q). MLA: kv_lora_rank + qk_rope_head_dim
+        per layer, plus index_head_dim for a DSA indexer. Linear-attention, Mamba and MoE-only layers
+        add nothing per token (their fixed state is `state_bytes_per_sequence`).
         """
-        if self.is_mla:
-            return self.layers * self.mla_kv_width
-        return 2 * self.layers * self.kv_heads * self.head_dim
+        return self.kv_full_elements_per_token + self.kv_window_elements_per_token
 
     @property
     def kv_elements_per_token_window(self) -> int:
-        """The part of `kv_elements_per_token` held by sliding-window layers (at most W tokens each)."""
-        if not self.sliding_window:
-            return 0
-        return self.kv_elements_per_token * self.sliding_layers // self.layers
+        """The part of `kv_elements_per_token` held by window layers (at most W tokens each)."""
+        return self.kv_window_elements_per_token
+
+    def kv_bytes_per_sequence(self, context_tokens: int, bytes_per_element: float) -> float:
+        """Cache bytes of one sequence: full layers x context + window layers x min(context, W),
+        plus the fixed recurrent state (which does not depend on the KV precision)."""
+        window = min(context_tokens, self.sliding_window) if self.sliding_window else context_tokens
+        elements = self.kv_full_elements_per_token * context_tokens + self.kv_window_elements_per_token * window
+        return elements * bytes_per_element + self.state_bytes_per_sequence
 
 
 def _get(cfg: dict, key: str, where: str, required: bool = True, default: Any = None) -> Any:
@@ -91,6 +122,83 @@ def _get(cfg: dict, key: str, where: str, required: bool = True, default: Any = 
             f"{where}: missing field {key!r} (a Hugging Face config.json for a decoder-only transformer has it)"
         )
     return default
+
+
+def _layer_kinds(cfg: dict, model_type: str, n_layers: int, window: int | None, where: str) -> list[str]:
+    """Each layer's cache kind: "full", "window", "state" or "none" (see the module docstring)."""
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str):  # Nemotron-H: * attention, M Mamba2, E MoE, - MLP
+        if len(pattern) != n_layers:
+            raise ConfigFileError(
+                f"{where}: hybrid_override_pattern has {len(pattern)} characters for {n_layers} layers"
+            )
+        return ["full" if ch == "*" else "state" if ch == "M" else "none" for ch in pattern]
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        if len(types) != n_layers:
+            raise ConfigFileError(f"{where}: layer_types lists {len(types)} layers, num_hidden_layers is {n_layers}")
+        kinds = []
+        for t in map(str, types):
+            if "linear" in t or "mamba" in t:
+                kinds.append("state")
+            elif ("sliding" in t or "chunked" in t) and window:
+                kinds.append("window")
+            else:
+                kinds.append("full")
+        return kinds
+    if model_type.startswith("llama4") and window:
+        # transformers' Llama4TextConfig: RoPE layers use chunked attention, every
+        # no_rope_layer_interval-th layer (NoPE) attends globally; an explicit no_rope_layers wins.
+        no_rope = cfg.get("no_rope_layers")
+        if isinstance(no_rope, list) and len(no_rope) == n_layers:
+            return ["window" if r else "full" for r in no_rope]
+        interval = _get(cfg, "no_rope_layer_interval", where, False) or 4
+        return ["full" if (i + 1) % interval == 0 else "window" for i in range(n_layers)]
+    if window and model_type in _ALTERNATING_WINDOW:
+        return ["window" if i % 2 == 0 else "full" for i in range(n_layers)]
+    return ["window" if window else "full"] * n_layers
+
+
+def _state_layer(cfg: dict, model_type: str, d: int, where: str) -> tuple[int, int]:
+    """(parameters, fixed state bytes per sequence) of one linear-attention or Mamba2 layer.
+
+    Gated DeltaNet (Qwen3.5; transformers Qwen3-Next/Qwen3.5 layout): in_proj q,k (key dim each),
+    v,z (value dim each), b,a (one per value head); depthwise conv over q,k,v; dt_bias, A_log per
+    value head; a gated RMSNorm of the value head dim; out_proj. State = value heads x key_dim x
+    value_dim in `mamba_ssm_dtype` + the conv window (kernel - 1) x conv channels in bf16, the
+    formula of aiconfigurator's qwen35.py.
+    Mamba2 (Nemotron-H): in_proj to z, x, B, C, dt (d_inner + conv channels + heads); conv with
+    bias over x, B, C; dt_bias, A_log, D per head; RMSNorm of d_inner; out_proj. State = heads x
+    head_dim x ssm_state_size in `mamba_ssm_cache_dtype` + conv window in bf16.
+    """
+    if model_type.startswith("nemotron_h"):
+        heads = _get(cfg, "mamba_num_heads", where)
+        inner = heads * _get(cfg, "mamba_head_dim", where)
+        n_state = _get(cfg, "ssm_state_size", where)
+        conv_ch = inner + 2 * _get(cfg, "n_groups", where) * n_state
+        kernel = _get(cfg, "conv_kernel", where)
+        params = d * (inner + conv_ch + heads) + conv_ch * kernel + conv_ch + 3 * heads + inner + inner * d
+        ssm = heads * (inner // heads) * n_state
+        dtype = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
+    else:
+        kh, kd = _get(cfg, "linear_num_key_heads", where), _get(cfg, "linear_key_head_dim", where)
+        vh, vd = _get(cfg, "linear_num_value_heads", where), _get(cfg, "linear_value_head_dim", where)
+        kernel = _get(cfg, "linear_conv_kernel_dim", where)
+        key, value = kh * kd, vh * vd
+        conv_ch = 2 * key + value
+        params = d * (2 * key + 2 * value + 2 * vh) + conv_ch * kernel + 2 * vh + vd + value * d
+        ssm = vh * kd * vd
+        dtype = str(cfg.get("mamba_ssm_dtype") or "float32")
+    state = ssm * _DTYPE_BYTES.get(dtype, 4) + conv_ch * (kernel - 1) * 2
+    return params, state
+
+
+def _count(cfg: dict, key: str, where: str) -> int:
+    """An optional non-negative integer field (0 and absent both mean none)."""
+    v = cfg.get(key)
+    if v is None or v == 0:
+        return 0
+    return _get(cfg, key, where)
 
 
 def read_config(cfg: dict, where: str = "config") -> Architecture:
@@ -117,27 +225,49 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         cfg, "n_positions", where, required=False
     )
     tied = bool(cfg.get("tie_word_embeddings", model_type in _FOUR_NORMS))
-    gated = model_type not in {"gptj", "gpt2", "gpt_neox", "opt", "falcon"} and cfg.get("mlp") != "gelu"
+    gated = model_type not in {"gptj", "gpt2", "gpt_neox", "opt", "falcon", "nemotron_h"} and cfg.get("mlp") != "gelu"
 
-    # Mixture of experts (Mixtral / gpt-oss: num_local_experts; Qwen-MoE: num_experts; DeepSeek: n_routed_experts)
+    # Mixture of experts (Mixtral / gpt-oss / Llama 4: num_local_experts; Qwen-MoE / Gemma 4:
+    # num_experts; DeepSeek / Kimi / GLM / Nemotron-H: n_routed_experts)
     experts = (
         _get(cfg, "num_local_experts", where, False)
         or _get(cfg, "num_experts", where, False)
         or _get(cfg, "n_routed_experts", where, False)
         or 0
     )
-    k = _get(cfg, "num_experts_per_tok", where, False) or _get(cfg, "experts_per_token", where, False) or 0
+    k = (
+        _get(cfg, "num_experts_per_tok", where, False)
+        or _get(cfg, "experts_per_token", where, False)
+        or _get(cfg, "top_k_experts", where, False)
+        or 0
+    )
     if experts and not k:
         raise ConfigFileError(f"{where}: a mixture-of-experts config needs 'num_experts_per_tok'")
     if experts and k > experts:
         raise ConfigFileError(f"{where}: num_experts_per_tok ({k}) exceeds the number of experts ({experts})")
     moe_inter = _get(cfg, "moe_intermediate_size", where, False) or inter
-    shared = _get(cfg, "n_shared_experts", where, False) or 0
-    dense_first = _get(cfg, "first_k_dense_replace", where, False) or 0
-    moe_layers = max(n_layers - dense_first, 0) if experts else 0
+    # Shared experts: DeepSeek counts them (n_shared_experts x moe width); Qwen-MoE / Qwen3.5 give a
+    # width (shared_expert_intermediate_size, with a sigmoid gate); Nemotron-H both; Llama 4 has
+    # one shared expert of intermediate_size in every MoE layer (transformers Llama4TextMoe).
+    shared = _count(cfg, "n_shared_experts", where)
+    qwen_shared = _count(cfg, "shared_expert_intermediate_size", where)
+    shared_width = _count(cfg, "moe_shared_expert_intermediate_size", where) or qwen_shared
+    shared_gate = bool(qwen_shared)  # Qwen-MoE's shared expert has a sigmoid gate, Linear(d, 1)
+    if model_type.startswith("llama4") and experts:
+        shared, shared_width = 1, inter
+    elif shared and not shared_width:
+        shared_width = shared * moe_inter
+    elif shared_width and not shared:
+        shared = 1
+    if not experts:
+        shared = shared_width = 0
+    dense_first = _count(cfg, "first_k_dense_replace", where)
+    step = _get(cfg, "interleave_moe_layer_step", where, False) or 1
 
-    # Multi-head latent attention (DeepSeek-V2/V3)
+    # Multi-head latent attention (DeepSeek-V2/V3, Kimi K2, GLM-5), with an optional DSA indexer
+    # (DeepSeek-V3.2, GLM-5): per layer it caches one index_head_dim key per token beside the latent.
     kv_lora = _get(cfg, "kv_lora_rank", where, False)
+    index_dim = _get(cfg, "index_head_dim", where, False) or 0
     if kv_lora:
         rope = _get(cfg, "qk_rope_head_dim", where)
         nope = _get(cfg, "qk_nope_head_dim", where)
@@ -147,49 +277,113 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         attn_dim = (nope + rope + v_dim) / 2
         q_params = (d * q_lora + q_lora + q_lora * h_q * (nope + rope)) if q_lora else d * h_q * (nope + rope)
         attn_params = q_params + d * (kv_lora + rope) + kv_lora + kv_lora * h_q * (nope + v_dim) + h_q * v_dim * d
+        if index_dim:  # wq_b, wk, k_norm (LayerNorm: weight + bias), weights_proj
+            index_heads = _get(cfg, "index_n_heads", where)
+            attn_params += (q_lora or d) * index_heads * index_dim + d * index_dim + 2 * index_dim + d * index_heads
+        full_attn_params = window_attn_params = attn_params
+        per_layer_kv = per_layer_kv_window = mla_width + index_dim
     else:
         mla_width = 0
         attn_dim = float(d_h)
         attn_params = d * (h_q + 2 * h_kv) * d_h + h_q * d_h * d
+        if cfg.get("attn_output_gate"):  # Qwen3.5: q_proj also emits a per-head output gate
+            attn_params += d * h_q * d_h
         if cfg.get("attention_bias") or model_type in _QKV_BIAS:
             attn_params += (h_q + 2 * h_kv) * d_h
         if cfg.get("attention_bias") and model_type not in _QKV_BIAS:
             attn_params += d  # output projection bias
         if model_type in _QK_NORM:
             attn_params += 2 * d_h
+        if model_type == "minimax_m2" and cfg.get("use_qk_norm"):  # per-layer norm over all heads
+            attn_params += (h_q + h_kv) * d_h
+        per_layer_kv = per_layer_kv_window = 2 * h_kv * d_h
+        full_attn_params = window_attn_params = attn_params
+        g_dim = _get(cfg, "global_head_dim", where, False)
+        if g_dim:  # Gemma 4: full layers use their own head dim and KV heads; K may double as V
+            g_kv = _get(cfg, "num_global_key_value_heads", where, False) or h_kv
+            k_eq_v = bool(cfg.get("attention_k_eq_v"))
+            full_attn_params = d * (h_q + g_kv * (1 if k_eq_v else 2)) * g_dim + h_q * g_dim * d + 2 * g_dim
+            window_attn_params += 2 * d_h
+            # the cache keeps K and V tensors even when V is the K projection (transformers'
+            # Gemma 4 passes both to the cache), so both count
+            per_layer_kv = 2 * g_kv * g_dim
 
-    # Sliding windows: Mistral-7B-v0.1 / Phi-3 on every layer; Gemma-2 / gpt-oss on alternate layers.
+    # Windows: Mistral-7B-v0.1 / Phi-3 slide on every layer; Gemma-2 / gpt-oss / Gemma 4 on the
+    # layers `layer_types` marks; Llama 4 chunks attention (a token sees at most its own 8192-token
+    # chunk, so such a layer holds at most that many tokens, like a window).
     window = _get(cfg, "sliding_window", where, False)
+    window_kind = "sliding"
     if cfg.get("use_sliding_window") is False or (window and max_ctx and window >= max_ctx):
         window = None
-    if window and isinstance(cfg.get("layer_types"), list):
-        sliding_layers = sum(1 for t in cfg["layer_types"] if "sliding" in str(t))
-    elif window and model_type in _ALTERNATING_WINDOW:
-        sliding_layers = (n_layers + 1) // 2
+    if not window and model_type.startswith("llama4"):
+        window = _get(cfg, "attention_chunk_size", where, False)
+        window_kind = "chunked"
+    kinds = _layer_kinds(cfg, model_type, n_layers, window, where)
+    n_full, n_window, n_state = kinds.count("full"), kinds.count("window"), kinds.count("state")
+    state_params = state_bytes = 0
+    if n_state:
+        state_params, state_bytes = _state_layer(cfg, model_type, d, where)
+
+    # Which layers hold experts: all but the first_k_dense_replace; Llama 4 every
+    # interleave_moe_layer_step-th (layers step-1, 2 step-1, ...); Nemotron-H the "E" blocks.
+    if not experts:
+        moe_layers = 0
+    elif isinstance(cfg.get("hybrid_override_pattern"), str):
+        moe_layers = cfg["hybrid_override_pattern"].count("E")
     else:
-        sliding_layers = n_layers if window else 0
+        moe_layers = len(range(dense_first + step - 1, n_layers, step))
+    dense_layers = n_layers - moe_layers if experts else 0
 
     # Parameters: embeddings, attention, MLP or experts + router, norms.
-    mlp_bias = (inter + d) if not gated else 0
-    dense_mlp = (3 if gated else 2) * d * inter + mlp_bias
-    expert = 3 * d * moe_inter
+    mlp_bias = (inter + d) if not gated and model_type != "nemotron_h" else 0
+    dense_inter = _get(cfg, "intermediate_size_mlp", where, False) or inter
+    dense_mlp = (3 if gated else 2) * d * dense_inter + mlp_bias
+    norm_width = 2 * d if not gated and model_type != "nemotron_h" else d  # LayerNorm has a bias
+    router = d * experts + (
+        experts if (model_type in _ROUTER_BIAS or cfg.get("attention_bias") or cfg.get("use_routing_bias")) else 0
+    )
+    latent = _get(cfg, "moe_latent_size", where, False)
+    if latent:  # Nemotron-3 latent MoE: experts work in a narrower latent space (ReLU^2, no gate)
+        expert = 2 * latent * moe_inter
+        moe_extra = 2 * d * latent + 2 * d * shared_width
+    else:
+        expert = 3 * d * moe_inter
+        moe_extra = 3 * d * shared_width + (d if shared_gate else 0)
     if cfg.get("attention_bias") and experts:  # gpt-oss experts carry biases too
         expert += 2 * moe_inter + d
-    norm_width = 2 * d if not gated else d  # LayerNorm has a bias, RMSNorm does not
-    norms_per_layer = 4 if model_type in _FOUR_NORMS else (1 if model_type == "gptj" else 2)
-    router = d * experts + (experts if (model_type == "deepseek_v3" or cfg.get("attention_bias")) else 0)
-    moe_layer = experts * expert + shared * 3 * d * moe_inter + router
-    per_layer_fixed = attn_params + norms_per_layer * norm_width
+    moe_layer = experts * expert + moe_extra + router
+    norms_per_layer = 4 if model_type in _FOUR_NORMS else (1 if model_type in {"gptj", "nemotron_h"} else 2)
+    if model_type.startswith("nemotron_h"):
+        # one pre-norm per block; the block is attention, Mamba2, MoE or MLP
+        body = (
+            n_full * full_attn_params
+            + n_state * state_params
+            + moe_layers * moe_layer
+            + (n_layers - n_full - n_state - moe_layers) * dense_mlp
+        )
+        dense_layers = 0
+    else:
+        body = (
+            n_full * full_attn_params
+            + n_window * window_attn_params
+            + n_state * state_params
+            + (n_layers - moe_layers) * dense_mlp
+            + moe_layers * moe_layer
+        )
+        if cfg.get("enable_moe_block"):  # Gemma 4: a dense MLP beside the experts in every layer
+            body += moe_layers * dense_mlp + moe_layers * 3 * d  # plus the MoE block's extra norms
+            dense_layers = 0
     total = (
         vocab * d * (1 if tied else 2)
         + (vocab if model_type == "gptj" else 0)  # GPT-J's lm_head has a bias
-        + n_layers * per_layer_fixed
-        + (n_layers - moe_layers) * dense_mlp
-        + moe_layers * moe_layer
+        + body
+        + n_layers * norms_per_layer * norm_width
         + norm_width
     )
     skipped = moe_layers * (experts - k) * expert
-    active_width = (k + shared) * moe_inter if experts else inter
+    active_width = (k * moe_inter + shared_width) if experts else inter
+    if cfg.get("enable_moe_block"):
+        active_width += inter
     return Architecture(
         model_type=model_type,
         hidden_size=d,
@@ -206,12 +400,63 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         moe_layers=moe_layers,
         expert_params=expert if experts else 0,
         mla_kv_width=mla_width,
-        sliding_window=window,
-        sliding_layers=sliding_layers,
+        sliding_window=window if n_window else None,
+        sliding_layers=n_window,
         params_total=int(total),
         params_active=int(total - skipped),
         mlp_active_width=active_width,
+        full_attention_layers=n_full,
+        state_layers=n_state,
+        kv_full_elements_per_token=n_full * per_layer_kv,
+        kv_window_elements_per_token=n_window * per_layer_kv_window,
+        state_bytes_per_sequence=n_state * state_bytes,
+        window_kind=window_kind if n_window else None,
+        indexer_head_dim=index_dim,
+        shared_experts=shared,
+        dense_layers=dense_layers,
     )
+
+
+def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tuple[str | None, str | None]:
+    """The weight format a checkpoint ships in, as a precision id, and where that was read.
+
+    ModelOpt's hf_quant_config.json (`quantization.quant_algo`: FP8, NVFP4) wins over config.json's
+    `quantization_config` (`quant_method`: fp8, mxfp4; compressed-tensors with its weight bits and
+    group size), which wins over the unquantised `torch_dtype` / `dtype`. (None, None) when the
+    config states none of them. Mixed checkpoints name the format of their quantised (largest)
+    part; the explanation says which modules stay unconverted.
+    """
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg, **cfg["text_config"]}
+    algo = ((hf_quant_config or {}).get("quantization") or {}).get("quant_algo")
+    if isinstance(algo, str) and algo.lower() in _QUANT_ALGO:
+        return _QUANT_ALGO[algo.lower()], f"hf_quant_config.json quantization.quant_algo {algo}"
+    q = cfg.get("quantization_config")
+    if isinstance(q, dict):
+        method = str(q.get("quant_method") or "").lower()
+        skipped = q.get("modules_to_not_convert") or q.get("ignore") or []
+        kept = (
+            f"; not converted: {', '.join(map(str, skipped[:6]))}{' ...' if len(skipped) > 6 else ''}"
+            if skipped
+            else ""
+        )
+        if method in _QUANT_ALGO:
+            return _QUANT_ALGO[method], f"config.json quantization_config.quant_method {method}{kept}"
+        if method == "compressed-tensors":
+            for group in (q.get("config_groups") or {}).values():
+                w = group.get("weights") or {}
+                bits, size, kind = w.get("num_bits"), w.get("group_size"), w.get("type")
+                if kind == "int" and bits == 4 and size in (32, 128):
+                    pid = "int4" if size == 128 else "int4-g32"
+                    return pid, f"config.json quantization_config: compressed-tensors int4, group {size}{kept}"
+                if kind == "float" and bits == 8:
+                    return "fp8", f"config.json quantization_config: compressed-tensors float8{kept}"
+        if method in {"awq", "gptq"} and q.get("bits") == 4 and q.get("group_size") == 128:
+            return "int4", f"config.json quantization_config.quant_method {method}, 4 bits, group 128"
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+    if isinstance(dtype, str) and dtype in _TORCH_DTYPE:
+        return _TORCH_DTYPE[dtype], f"config.json {'torch_dtype' if cfg.get('torch_dtype') else 'dtype'} {dtype}"
+    return None, None
 
 
 def load_config_file(path: str | Path) -> tuple[dict, Architecture]:

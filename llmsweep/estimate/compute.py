@@ -22,9 +22,11 @@ def flops_per_token() -> pl.Expr:
 
 
 def attention_flops_per_key() -> pl.Expr:
-    """4 x L x h_q x d_h: q.k and attention-weights.v for one query against one cached key, all
-    layers (2 FLOPs each for d_h multiply-adds, twice)."""
-    return 4 * c.layers * c.attention_heads * c.attention_head_dim
+    """4 x L_attn x h_q x d_h: q.k and attention-weights.v for one query against one cached key,
+    all attention layers (2 FLOPs each for d_h multiply-adds, twice). L_attn = L except in hybrid
+    models, whose linear-attention / Mamba layers do work per token that does not grow with the
+    context (counted in 2 x P_a)."""
+    return 4 * c.attention_layers * c.attention_heads * c.attention_head_dim
 
 
 def window_fraction() -> pl.Expr:

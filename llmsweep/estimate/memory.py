@@ -91,9 +91,12 @@ def free_bytes() -> pl.Expr:
 
 def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
     """KV bytes of one sequence at `context` tokens, all layers: full-attention layers hold every
-    token, sliding-window layers at most W (min ignores W = null)."""
-    return c.kv_full_bytes_per_token * context + c.kv_window_bytes_per_token * pl.min_horizontal(
-        context, c.sliding_window_tokens
+    token, sliding-window (or chunked) layers at most W (min ignores W = null), and
+    linear-attention / Mamba layers a fixed state whatever the context (Qwen3.5, Nemotron-H)."""
+    return (
+        c.kv_full_bytes_per_token * context
+        + c.kv_window_bytes_per_token * pl.min_horizontal(context, c.sliding_window_tokens)
+        + c.state_bytes_per_sequence
     )
 
 
