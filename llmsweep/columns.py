@@ -60,7 +60,24 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         ("tp", I, "GPUs", "TP", "Tensor-parallel size: GPUs that split every layer."),
         ("pp", I, "GPUs", "PP", "Pipeline-parallel size: GPUs that each hold a slice of the layers."),
-        ("gpus", I, "GPUs", "GPUs", "GPUs in one model replica = tp x pp."),
+        (
+            "ep",
+            I,
+            "GPUs",
+            "EP",
+            "Expert-parallel size (MoE): the routed experts of a stage are divided among ep groups of its "
+            "tp x dp_attention GPUs, each expert tensor-split over the (tp x dp_attention) / ep GPUs of its group; "
+            "1 = every expert split over all of them.",
+        ),
+        (
+            "dp_attention",
+            I,
+            "GPUs",
+            "Attention DP",
+            "Attention data-parallel groups (MoE): copies of the attention and dense layers, each on tp GPUs and "
+            "serving its own share of the batch, sharing the experts.",
+        ),
+        ("gpus", I, "GPUs", "GPUs", "GPUs in one model replica = tp x pp x dp_attention."),
         ("batch", I, "sequences", "Batch", "Concurrent sequences decoded together (for `max`: max_batch)."),
         ("batch_is_max", B, "", "Batch = max", "True when the batch was asked for as `max`."),
         ("input_tokens", I, "tokens", "Input", "Prompt length S_in."),
@@ -94,7 +111,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Link bandwidth",
             "Per-direction bandwidth of the link used by tensor parallelism (NVLink/Infinity Fabric or PCIe).",
         ),
-        ("gpus_per_node", I, "GPUs", "GPUs per node", "GPUs in one server (limits tp x pp)."),
+        (
+            "expert_link_bandwidth_bytes_per_s",
+            F,
+            "bytes/s",
+            "Expert link bandwidth",
+            "Per-direction bandwidth of the link the experts' all-to-all uses (the tp x dp_attention GPUs).",
+        ),
+        ("gpus_per_node", I, "GPUs", "GPUs per node", "GPUs in one server (limits tp x pp x dp_attention)."),
         ("gpu_tdp_w", F, "W", "TDP", "Maximum board power of one GPU."),
         ("params_total", F, "parameters", "Parameters", "P: all parameters of the model."),
         (
@@ -189,6 +213,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         ("tp_buffer_bytes", F, "bytes", "TP buffers", "Communication buffers when tp > 1 (profile).", False),
         ("prefill_chunk_tokens", I, "tokens", "Prefill chunk", "Tokens prefilled together (profile).", False),
+        (
+            "expert_imbalance",
+            F,
+            "",
+            "Expert imbalance",
+            "Load of the busiest expert-parallel GPU / the mean, when ep > 1 (profile; an assumption).",
+            False,
+        ),
         ("band_decode_low", F, "", "", "Profile uncertainty factor (decode, low): estimate x this.", False),
         ("band_decode_high", F, "", "", "Profile uncertainty factor (decode, high): estimate x this.", False),
         ("band_prefill_low", F, "", "", "Profile uncertainty factor (prefill, low): estimate x this.", False),
@@ -217,16 +249,35 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("fixed_step_s", F, "s", "", "Per-step + L x per-layer overhead.", False),
         ("allreduce_fixed_s", F, "s", "", "Latency part of a forward pass's all-reduces: 2 L alpha.", False),
         ("allreduce_s_per_token", F, "s", "", "Bandwidth part of the all-reduces per token.", False),
+        ("expert_share", F, "fraction", "", "Busiest attention group's share of the experts' work.", False),
+        ("alltoall_fixed_s", F, "s", "", "Latency part of a forward pass's expert all-to-alls.", False),
+        ("alltoall_s_per_token", F, "s", "", "Bandwidth part of the expert all-to-alls per token.", False),
         ("layout_reason", S, "", "", "Why the layout cannot run, before lengths are known.", False),
         # Per (layout, input, output): computed once for all batch sizes.
         ("kv_context_bytes_per_sequence", F, "bytes", "", "KV of one sequence at context_tokens, one GPU.", False),
         ("decode_flops_per_sequence", F, "FLOP", "", "One sequence's decode-step FLOPs at the mean context.", False),
         ("decode_kv_bytes_per_sequence", F, "bytes", "", "KV one sequence's decode step reads, all GPUs.", False),
+        # Per row.
+        (
+            "group_batch",
+            I,
+            "sequences",
+            "",
+            "Sequences of the busiest attention group: ceil(batch / dp_attention).",
+            False,
+        ),
     )
     + _cols(
         "estimate",
         ("model_weight_bytes", F, "bytes", "Model weights", "P x b_w: all weights of one replica."),
-        ("weight_bytes", F, "bytes", "Weights per GPU", "P x b_w / (tp x pp)."),
+        (
+            "weight_bytes",
+            F,
+            "bytes",
+            "Weights per GPU",
+            "(dense weights / tp + routed experts / (tp x dp_attention)) / pp; = P x b_w / (tp x pp) without "
+            "attention data parallelism.",
+        ),
         (
             "kv_bytes_per_token",
             F,
@@ -307,7 +358,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "FLOP",
             "Decode FLOPs/step",
-            "One decode step of the whole batch, all GPUs.",
+            "One decode step of the whole batch, all GPUs (with dp_attention > 1: of the busiest attention group).",
         ),
         (
             "decode_bytes_per_step",
@@ -527,6 +578,8 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "kv_precision",
     "tp",
     "pp",
+    "ep",
+    "dp_attention",
     "gpus",
     "input_tokens",
     "output_tokens",

@@ -34,6 +34,8 @@ class Axes:
     batch: Sequence[int | str] = (1,)
     tp: Sequence[int] = (1,)
     pp: Sequence[int] = (1,)
+    ep: Sequence[int] = (1,)
+    dp_attention: Sequence[int] = (1,)
 
     @property
     def size(self) -> int:
@@ -49,6 +51,8 @@ class Axes:
             self.batch,
             self.tp,
             self.pp,
+            self.ep,
+            self.dp_attention,
         ):
             n *= len(v)
         return n
@@ -152,10 +156,18 @@ def precision_tables(
     return _frame(rates), _frame(kv)
 
 
-def link_table(catalog: Catalog, gpus: Sequence[str], tps: Sequence[int]) -> pl.LazyFrame:
+def link_table(catalog: Catalog, gpus: Sequence[str], tps: Sequence[int], dps: Sequence[int] = (1,)) -> pl.LazyFrame:
+    """The links a layout communicates over: tensor parallelism among tp GPUs, the experts'
+    all-to-all among tp x dp_attention GPUs."""
     rows = [
-        {"gpu": gid, "tp": tp, "link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp)}
-        for gid, tp in product(dict.fromkeys(gpus), dict.fromkeys(tps))
+        {
+            "gpu": gid,
+            "tp": tp,
+            "dp_attention": dp,
+            "link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp),
+            "expert_link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp * dp),
+        }
+        for gid, tp, dp in product(dict.fromkeys(gpus), dict.fromkeys(tps), dict.fromkeys(dps))
     ]
     return _frame(rows)
 
@@ -254,9 +266,11 @@ def grid_parts(
         .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)
         .join(_axis("tp", dict.fromkeys(axes.tp)), **_CROSS)
         .join(_axis("pp", dict.fromkeys(axes.pp)), **_CROSS)
+        .join(_axis("ep", dict.fromkeys(axes.ep)), **_CROSS)
+        .join(_axis("dp_attention", dict.fromkeys(axes.dp_attention)), **_CROSS)
         .join(rates, on=["gpu", "precision"], **left)
         .join(kv, on=["precision", "kv_precision"], **left)
-        .join(link_table(catalog, axes.gpu, axes.tp), on=["gpu", "tp"], **left)
+        .join(link_table(catalog, axes.gpu, axes.tp, axes.dp_attention), on=["gpu", "tp", "dp_attention"], **left)
     )
     lengths = _axis("input_tokens", dict.fromkeys(axes.input_tokens)).join(
         _axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS

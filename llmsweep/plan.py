@@ -271,7 +271,19 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
 
 
 # -- options at the largest batch that meets the targets ----------------------------------------------------------
-OPTION_KEYS = ["gpu", "engine", "model", "precision", "kv_precision", "tp", "pp", "input_tokens", "output_tokens"]
+OPTION_KEYS = [
+    "gpu",
+    "engine",
+    "model",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "input_tokens",
+    "output_tokens",
+]
 WORKLOAD_KEYS = ["model", "input_tokens", "output_tokens"]
 
 

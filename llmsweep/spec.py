@@ -37,6 +37,8 @@ AXES = (
     "batch",
     "tp",
     "pp",
+    "ep",
+    "dp_attention",
 )
 FORMATS = ("csv", "parquet", "xlsx", "html", "md")
 
@@ -81,6 +83,12 @@ class GridSpec(_Strict):
     )  # type: ignore[valid-type]
     tp: _axis(Annotated[int, Field(gt=0)], "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
     pp: _axis(Annotated[int, Field(gt=0)], "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
+    ep: _axis(  # type: ignore[valid-type]
+        Annotated[int, Field(gt=0)], "Expert-parallel sizes (MoE; must divide tp x dp_attention).", [1]
+    )
+    dp_attention: _axis(  # type: ignore[valid-type]
+        Annotated[int, Field(gt=0)], "Attention data-parallel groups (MoE); a replica uses tp x pp x this GPUs.", [1]
+    )
 
     @model_validator(mode="after")
     def _one_length_axis(self) -> GridSpec:
@@ -412,6 +420,8 @@ def load(
         batch=r.numbers("batch", g.batch),
         tp=r.numbers("tp", g.tp),
         pp=r.numbers("pp", g.pp),
+        ep=r.numbers("ep", g.ep),
+        dp_attention=r.numbers("dp_attention", g.dp_attention),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
     for gpu_name in spec.costs:
@@ -469,6 +479,8 @@ def _axis_sizes(axes: Axes, contexts: list | None) -> dict[str, list]:
         "batch": axes.batch,
         "tp": axes.tp,
         "pp": axes.pp,
+        "ep": axes.ep,
+        "dp_attention": axes.dp_attention,
     }
     return {k: v for k, v in sizes.items() if len(v) > 1} or {"gpu": axes.gpu}
 

@@ -71,7 +71,7 @@ def test_estimate_csv_has_header_and_one_row():
     r = invoke("estimate", "--gpu", "l40s", "--model", "llama-3.1-8b", "--format", "csv")
     lines = r.stdout.splitlines()
     assert r.exit_code == 0 and len(lines) == 2
-    assert lines[0].startswith("gpu,engine,model,precision,kv_precision,tp,pp,gpus,batch")
+    assert lines[0].startswith("gpu,engine,model,precision,kv_precision,tp,pp,ep,dp_attention,gpus,batch")
 
 
 def test_ambiguous_name_note_on_stderr():

@@ -171,7 +171,10 @@ def test_compute_dtype_fallback_is_noted():
     ("axes", "reason"),
     [
         ({"tp": 3}, "tp does not divide the model's attention heads"),
-        ({"tp": 16}, "tp x pp exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled"),
+        (
+            {"tp": 16},
+            "tp x pp x dp_attention exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled",
+        ),
         ({"input_tokens": 200_000}, "context_tokens exceeds the model's maximum context"),
     ],
 )

@@ -19,6 +19,9 @@ class Efficiency(BaseModel):
     runtime_overhead_bytes: float = Field(ge=0)
     tp_buffer_bytes: float = Field(ge=0)
     prefill_chunk_tokens: int = Field(gt=0)
+    # An assumption, not fitted: with expert parallelism the busiest GPU's expert load over the
+    # mean. Routing is never perfectly even; balancers (DeepSeek's EPLB) exist because of it.
+    expert_imbalance: float = Field(1.2, ge=1, le=4)
 
 
 class EngineOverrides(BaseModel):

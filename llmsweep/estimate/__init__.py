@@ -22,7 +22,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
     """Columns that depend only on GPU, model, precision, KV precision, tp and pp (and the profile)."""
     return (
         frame.with_columns(
-            gpus=c.tp * c.pp,
+            gpus=c.tp * c.pp * c.dp_attention,
             model_weight_bytes=memory.model_weight_bytes(),
             kv_bytes_per_token=memory.kv_bytes_per_token(),
             kv_full_bytes_per_token=memory.kv_full_bytes_per_token(),
@@ -44,6 +44,9 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             ridge_point=compute.ridge_point(),
             allreduce_fixed_s=parallel.allreduce_fixed_s(),
             allreduce_s_per_token=parallel.allreduce_s_per_token(),
+            alltoall_fixed_s=parallel.alltoall_fixed_s(),
+            alltoall_s_per_token=parallel.alltoall_s_per_token(),
+            expert_share=compute.expert_share(),
             layout_reason=parallel.layout_reason(),
         )
         .with_columns(weight_bytes=memory.weight_bytes())
@@ -79,9 +82,10 @@ def add_batch_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
     batch, the decode step, serving."""
     return (
         frame.with_columns(batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch))
+        .with_columns(group_batch=(c.batch / c.dp_attention).ceil().cast(pl.Int64))
         .with_columns(
-            kv_cache_bytes=memory.kv_cache_bytes(c.batch),
-            activation_bytes=memory.activation_bytes(c.batch),
+            kv_cache_bytes=memory.kv_cache_bytes(c.group_batch),
+            activation_bytes=memory.activation_bytes(c.group_batch),
             decode_flops_per_step=compute.decode_flops_per_step(),
             decode_bytes_per_step=compute.decode_bytes_per_step(),
             experts_touched=compute.experts_touched(c.batch),

@@ -10,7 +10,7 @@ import polars as pl
 
 from llmsweep.columns import c, text
 from llmsweep.estimate.memory import kv_sequence_bytes
-from llmsweep.estimate.parallel import allreduce_s
+from llmsweep.estimate.parallel import allreduce_s, alltoall_s
 
 # -- per layout -------------------------------------------------------------------------------
 
@@ -84,10 +84,22 @@ def experts_touched(tokens: pl.Expr) -> pl.Expr:
     return c.experts * (1 - (tokens * c.expert_miss_log).exp())
 
 
+def expert_share() -> pl.Expr:
+    """The busiest attention group's share of the routed experts' work: 1 / dp_attention (the
+    experts are spread over all tp x dp_attention GPUs while each group reads its own dense
+    weights), times the expert imbalance when ep > 1 (the busiest expert-parallel GPU sets the
+    step time; an assumption in the profile, not fitted)."""
+    imbalance = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
+    return imbalance / c.dp_attention
+
+
 def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
-    """Weights one forward pass over `tokens` tokens reads, all GPUs: every dense weight once and,
-    of the routed experts, only those touched: P x b_w - routed bytes x (1 - k/E)^tokens."""
-    return c.model_weight_bytes - c.routed_expert_bytes * (tokens * c.expert_miss_log).exp()
+    """Weights one forward pass over `tokens` tokens reads, all GPUs of an attention group: every
+    dense weight once and, of the routed experts, only those touched, at the group's share:
+    (P x b_w - routed) + routed x (1 - (1 - k/E)^tokens) x expert_share
+    (= P x b_w - routed x (1 - k/E)^tokens without attention data parallelism or ep)."""
+    touched = c.routed_expert_bytes * (1 - (tokens * c.expert_miss_log).exp())
+    return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share
 
 
 # prefill: one prompt of S_in tokens
@@ -110,6 +122,7 @@ def prefill_s() -> pl.Expr:
     t = (
         pl.max_horizontal(c.prefill_flops * c.seconds_per_flop, prefill_bytes() * c.seconds_per_byte)
         + allreduce_s(c.input_tokens)
+        + alltoall_s(c.input_tokens)
         + c.fixed_step_s
     )
     return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
@@ -136,14 +149,15 @@ def decode_kv_bytes_per_sequence() -> pl.Expr:
 
 
 def decode_flops_per_step() -> pl.Expr:
-    """B x (2 x P_a + 4 x L x c x h_q x d_h): the whole batch's step."""
-    return c.batch * c.decode_flops_per_sequence
+    """B x (2 x P_a + 4 x L x c x h_q x d_h): the whole batch's step (with attention data
+    parallelism, B = the busiest group's ceil(batch / dp_attention) sequences)."""
+    return c.group_batch * c.decode_flops_per_sequence
 
 
 def decode_bytes_per_step() -> pl.Expr:
     """Weights read once per step for the whole batch (MoE: the experts the batch touches) + every
-    sequence's KV cache."""
-    return weight_bytes_read(c.batch) + c.batch * c.decode_kv_bytes_per_sequence
+    sequence's KV cache (per attention group when dp_attention > 1)."""
+    return weight_bytes_read(c.batch) + c.group_batch * c.decode_kv_bytes_per_sequence
 
 
 def decode_terms() -> dict[str, pl.Expr]:
@@ -151,7 +165,7 @@ def decode_terms() -> dict[str, pl.Expr]:
     return {
         "decode_compute_s": c.decode_flops_per_step * c.seconds_per_flop,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
-        "decode_comm_s": allreduce_s(c.batch),
+        "decode_comm_s": allreduce_s(c.group_batch) + alltoall_s(c.group_batch),
         "decode_overhead_s": c.fixed_step_s,
     }
 

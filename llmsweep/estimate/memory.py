@@ -20,9 +20,14 @@ def model_weight_bytes() -> pl.Expr:
 
 
 def weight_bytes() -> pl.Expr:
-    """Weights held by one GPU: P x b_w / (tp x pp) (tensor parallel splits each layer, pipeline
-    parallel splits the layers)."""
-    return c.model_weight_bytes / (c.tp * c.pp)
+    """Weights held by one GPU. Tensor parallel splits each layer over tp, pipeline parallel the
+    layers over pp; with attention data parallelism the attention and dense layers are copied on
+    each of the dp_attention groups while the routed experts are spread over all tp x dp_attention
+    GPUs of a stage (however ep divides them):
+    (P x b_w - routed) / (tp x pp) + routed / (tp x dp_attention x pp) (= P x b_w / (tp x pp) at dp 1).
+    DeepSeek-R1 fp8 on 8 GPUs, tp 1, dp_attention 8, ep 8: see tests/test_moe_layouts.py."""
+    dense = c.model_weight_bytes - c.routed_expert_bytes
+    return dense / (c.tp * c.pp) + c.routed_expert_bytes / (c.tp * c.dp_attention * c.pp)
 
 
 def kv_bytes_per_token() -> pl.Expr:
@@ -106,7 +111,8 @@ def kv_context_bytes_per_sequence() -> pl.Expr:
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
-    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv))."""
+    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv)), where
+    batch is the sequences of one attention group (each group keeps its own sequences' cache)."""
     return batch * c.kv_context_bytes_per_sequence
 
 
@@ -123,12 +129,13 @@ def max_batch() -> pl.Expr:
 
     mem(B) rises with B and bends where B S_in reaches C, so: the answer past the bend,
     B2 = floor((U - W - O - C a) / s), holds if B2 S_in >= C; otherwise it lies before the bend,
-    B1 = floor((U - W - O) / (S_in a + s)). Never negative (0 = not even one sequence fits)."""
+    B1 = floor((U - W - O) / (S_in a + s)). Never negative (0 = not even one sequence fits).
+    B is per attention group: the replica holds dp_attention times as many."""
     per_seq = c.kv_context_bytes_per_sequence + c.logits_bytes_per_sequence
     past_bend = ((c.free_bytes - c.prefill_chunk_tokens * c.activation_bytes_per_token) / per_seq).floor()
     before_bend = (c.free_bytes / (c.input_tokens * c.activation_bytes_per_token + per_seq)).floor()
     b = pl.when(past_bend * c.input_tokens >= c.prefill_chunk_tokens).then(past_bend).otherwise(before_bend)
-    return pl.max_horizontal(b, 0.0).cast(pl.Int64)
+    return (pl.max_horizontal(b, 0.0) * c.dp_attention).cast(pl.Int64)
 
 
 def memory_per_gpu_bytes() -> pl.Expr:

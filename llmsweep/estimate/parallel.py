@@ -27,13 +27,37 @@ def allreduce_s(tokens: pl.Expr) -> pl.Expr:
     return c.allreduce_fixed_s + tokens * c.allreduce_s_per_token
 
 
+def alltoall_fixed_s() -> pl.Expr:
+    """Latency part of one forward pass's expert-parallel communication: a dispatch and a combine
+    all-to-all per MoE layer, 2 x L_moe x alpha (alpha = the profile's collective latency). Zero
+    when ep = 1 (experts split by tensor parallelism use the all-reduces instead)."""
+    return pl.when(c.ep > 1).then(2 * c.moe_layers * c.allreduce_latency_s).otherwise(0.0)
+
+
+def alltoall_s_per_token() -> pl.Expr:
+    """Bandwidth part per token of an attention group: dispatch sends the token's hidden state
+    (d x activation bytes) to its k experts, (ep - 1) / ep of them on other GPUs, and combine
+    brings the results back; the group's tp GPUs share the sending:
+    2 x L_moe x k x d x bytes x (ep - 1) / ep / tp / link bandwidth (DeepSeek-V3 report §3.2:
+    dispatch/combine all-to-all over NVLink within a node)."""
+    volume = 2 * c.moe_layers * c.experts_per_token * c.hidden_size * c.activation_bytes_per_element
+    per_token = volume * (c.ep - 1) / c.ep / c.tp / c.expert_link_bandwidth_bytes_per_s
+    return pl.when(c.ep > 1).then(per_token).otherwise(0.0)
+
+
+def alltoall_s(tokens: pl.Expr) -> pl.Expr:
+    """Expert-parallel communication of one forward pass over `tokens` tokens of a group [s]."""
+    return c.alltoall_fixed_s + tokens * c.alltoall_s_per_token
+
+
 def layout_reason() -> pl.Expr:
     """Why a (GPU, model, tp, pp, lengths) combination cannot run at all, or null.
 
-    Rules as the engines enforce them (vLLM, TensorRT-LLM): tp divides the attention heads; tp
-    and the KV heads divide one another (else heads cannot be split or replicated evenly);
-    pp <= layers; tp x pp GPUs fit in one server (multi-node is not modelled); the GPU has a
-    link for tp > 1 and a published rate for the compute dtype. Messages are literals (the
+    Rules as the engines enforce them (vLLM, SGLang, TensorRT-LLM): tp divides the attention heads;
+    tp and the KV heads divide one another (else heads cannot be split or replicated evenly);
+    pp <= layers; ep and dp_attention only for MoE models, ep dividing tp x dp_attention and the
+    experts; tp x pp x dp_attention GPUs fit in one server (multi-node is not modelled); the GPU
+    has a link for tp > 1 (and ep > 1) and a published rate for the compute dtype. Messages are literals (the
     numbers are in the row).
     """
     rules = [
@@ -41,10 +65,23 @@ def layout_reason() -> pl.Expr:
         ((c.kv_heads % c.tp != 0) & (c.tp % c.kv_heads != 0), "tp and the model's KV heads do not divide one another"),
         (c.pp > c.layers, "pp exceeds the model's layers"),
         (
-            c.tp * c.pp > c.gpus_per_node,
-            "tp x pp exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled",
+            ((c.ep > 1) | (c.dp_attention > 1)) & (c.experts == 0),
+            "ep and dp_attention apply to MoE models; a dense model's data parallelism is more replicas",
+        ),
+        (
+            (c.tp * c.dp_attention) % c.ep != 0,
+            "ep does not divide tp x dp_attention (the experts of a stage are spread over those GPUs)",
+        ),
+        (c.experts % c.ep != 0, "ep does not divide the model's routed experts"),
+        (
+            c.tp * c.pp * c.dp_attention > c.gpus_per_node,
+            "tp x pp x dp_attention exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled",
         ),
         ((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null(), "no known interconnect bandwidth for tp > 1"),
+        (
+            (c.ep > 1) & c.expert_link_bandwidth_bytes_per_s.is_null(),
+            "no known interconnect bandwidth for the experts' all-to-all (ep > 1)",
+        ),
         (c.peak_flops_per_s.is_null(), "no published peak rate for the compute dtype or any wider one"),
     ]
     expr = text(None)

@@ -1,0 +1,124 @@
+"""MoE layouts: expert parallelism (ep) and attention data parallelism (dp_attention), with
+values derived by hand (llmsweep/estimate/memory.py, compute.py, parallel.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmsweep.spec import load
+
+from .conftest import estimate_row
+
+R1 = "deepseek-ai/DeepSeek-R1"
+# DeepSeek-R1 (config.json, shared/reference/model-configs): 671,026,419,200 parameters; 58 MoE
+# layers x 256 routed experts x 44,040,192 parameters each (3 x 7168 x 2048) = 653,908,770,816
+# routed; the rest (attention, 3 dense layers, shared experts, embeddings) 17,117,648,384.
+R1_TOTAL, R1_ROUTED = 671_026_419_200, 58 * 256 * 44_040_192
+R1_DENSE = R1_TOTAL - R1_ROUTED
+
+
+def r1(**axes) -> dict:
+    base = {"gpu": "b200", "model": R1, "precision": "fp8", "input_tokens": 1024, "output_tokens": 256}
+    return estimate_row(**{**base, **axes})
+
+
+def test_routed_and_dense_parameters():
+    assert R1_ROUTED == 653_908_770_816 and R1_DENSE == 17_117_648_384
+
+
+def test_deepseek_r1_fp8_weights_on_8_b200_with_ep8_and_attention_dp8():
+    # fp8 = 1 byte per weight. Attention and dense layers are copied on each of the 8 attention
+    # groups (tp 1 each), the routed experts are spread over all 8 GPUs:
+    # 17,117,648,384 + 653,908,770,816 / 8 = 17,117,648,384 + 81,738,596,352 = 98,856,244,736 bytes
+    row = r1(tp=1, dp_attention=8, ep=8, batch=64)
+    assert row["gpus"] == 8 and row["reason"] is None and row["fits"]
+    assert row["weight_bytes"] == 98_856_244_736
+    # tp 8 instead splits everything 8 ways (ep does not change memory): 671,026,419,200 / 8
+    assert r1(tp=8, ep=8)["weight_bytes"] == r1(tp=8, ep=1)["weight_bytes"] == 83_878_302_400
+
+
+def test_each_attention_group_caches_only_its_own_sequences():
+    # 64 sequences over 8 groups = 8 per group. MLA caches 70,272 bytes per token at 16 bits
+    # (61 layers x (512 + 64) x 2 bytes), one latent "head" (never split): at 1,024 + 256 tokens
+    # 8 x 1,280 x 70,272 = 719,585,280 bytes per GPU.
+    row = r1(tp=1, dp_attention=8, ep=8, batch=64)
+    assert row["kv_cache_bytes"] == 8 * 1_280 * 70_272 == 719_585_280
+    # 65 sequences: the busiest group has ceil(65 / 8) = 9
+    assert r1(tp=1, dp_attention=8, ep=8, batch=65)["kv_cache_bytes"] == 9 * 1_280 * 70_272
+    # max_batch counts the whole replica: a multiple of the 8 groups
+    assert r1(tp=1, dp_attention=8, ep=8, batch=1)["max_batch"] % 8 == 0
+
+
+def test_decode_step_bytes_of_the_busiest_group():
+    # ideal profile: no expert imbalance. 64 sequences touch a fraction 1 - (1 - 8/256)^64 of the
+    # experts; the group's share of them is 1/8; it reads its dense copy and its 8 sequences' KV
+    # at the mean context 1,024 + 128 = 1,152 tokens (70,272 bytes each).
+    touched = 1 - (1 - 8 / 256) ** 64  # = 1 - 0.131087 = 0.868913
+    expected = R1_DENSE + R1_ROUTED * touched / 8 + 8 * 1_152 * 70_272
+    row = r1(tp=1, dp_attention=8, ep=8, batch=64)
+    assert row["decode_bytes_per_step"] == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(88_789_246_669, rel=1e-9)
+
+
+def test_expert_all_to_all():
+    # Dispatch + combine per MoE layer: 2 x 58 layers x k 8 x d 7168 x 2 bytes (bf16 activations)
+    # = 13,303,808 bytes per token, 7/8 of it to other GPUs, over B200 NVLink 900 GB/s per
+    # direction: 11,640,832 / 9e11 = 1.2934e-5 s per token (tp 1 sends all of it).
+    row = r1(tp=1, dp_attention=8, ep=8, batch=64)
+    assert row["decode_comm_s"] == pytest.approx(8 * 11_640_832 / 900e9, rel=1e-12)  # 8 tokens per group
+    assert r1(tp=8, ep=1, batch=64)["decode_comm_s"] > 0  # tp uses all-reduces instead
+    assert r1(tp=1, dp_attention=8, ep=1, batch=64)["decode_comm_s"] == 0  # no ep: no all-to-all
+
+
+def test_expert_imbalance_slows_only_expert_parallel_layouts():
+    # default profile: the busiest ep GPU carries 1.2 x the mean expert load
+    base = {"gpu": "b200", "model": R1, "precision": "fp8", "tp": 1, "dp_attention": 8, "batch": 64}
+    no_ep = estimate_row("default", **base, ep=1)
+    ep8 = estimate_row("default", **base, ep=8)
+    routed_share = R1_ROUTED * (1 - (1 - 8 / 256) ** 64) / 8
+    assert ep8["decode_bytes_per_step"] - no_ep["decode_bytes_per_step"] == pytest.approx(0.2 * routed_share)
+
+
+@pytest.mark.parametrize(
+    "axes, reason",
+    [
+        (
+            {"model": "meta-llama/Llama-3.1-8B", "precision": "bf16", "ep": 2, "tp": 2},
+            "ep and dp_attention apply to MoE models; a dense model's data parallelism is more replicas",
+        ),
+        (
+            {"tp": 4, "ep": 3},
+            "ep does not divide tp x dp_attention (the experts of a stage are spread over those GPUs)",
+        ),
+        (
+            {"model": "mistralai/Mixtral-8x7B-v0.1", "precision": "bf16", "tp": 2, "dp_attention": 3, "ep": 3},
+            "ep does not divide the model's routed experts",
+        ),
+        (
+            {"tp": 4, "dp_attention": 4, "ep": 16},
+            "tp x pp x dp_attention exceeds the GPUs of one server (gpus_per_node); multi-node is not modelled",
+        ),
+    ],
+)
+def test_layouts_that_cannot_run(axes, reason):
+    row = r1(**axes)
+    assert row["reason"] == reason and not row["fits"]
+    assert math.isfinite(row["tpot_s"])
+
+
+def test_sweep_axes_and_gpu_count(tmp_path):
+    path = tmp_path / "moe.yaml"
+    path.write_text(
+        "name: moe\ngrid:\n  gpu: [b200]\n  model: [deepseek-r1]\n  precision: [fp8]\n"
+        "  tp: [1, 8]\n  dp_attention: [1, 8]\n  ep: [1, 8]\n"
+        "exclude: [{tp: 8, dp_attention: 8}]\n"
+    )
+    sweep = load(path)
+    assert sweep.size == 8
+    from llmsweep import pipeline
+
+    frame = pipeline.compute(sweep).collect()
+    assert frame.height == 6
+    assert sorted(frame.select("tp", "dp_attention", "gpus").unique().rows()) == [(1, 1, 1), (1, 8, 8), (8, 1, 8)]
