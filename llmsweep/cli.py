@@ -72,7 +72,12 @@ def main() -> None:
 @main.command()
 @click.option("--gpu", required=True, help="GPU id or name, e.g. h100-sxm, 'RTX 4090', 'M2 Ultra'.")
 @click.option("--model", required=True, help="Hugging Face id or alias, or a local config.json path.")
-@click.option("--precision", default="bf16", show_default=True, help="Weight format (see `llmsweep precisions`).")
+@click.option(
+    "--precision",
+    default=None,
+    help="Weight format (see `llmsweep precisions`). Default: the model name's quantization suffix "
+    "(-FP8, -AWQ, -NVFP4, ...), else bf16.",
+)
 @click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
 @click.option("--tp", default=1, show_default=True, type=click.IntRange(min=1), help="Tensor-parallel GPUs.")
 @click.option("--pp", default=1, show_default=True, type=click.IntRange(min=1), help="Pipeline-parallel GPUs.")

@@ -105,7 +105,7 @@ def estimate_one(
     *,
     gpu: str,
     model: str,
-    precision: str = "bf16",
+    precision: str | None = None,
     kv_precision: str = "auto",
     tp: int = 1,
     pp: int = 1,
@@ -115,7 +115,9 @@ def estimate_one(
     profile: str = "default",
 ) -> Estimate:
     catalog = load_catalog()
-    g, m, p = catalog.resolve_gpu(gpu), catalog.resolve_model(model), catalog.resolve_precision(precision)
+    g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
+    # no precision given: the one the model name's quantization suffix names (-FP8, -AWQ), else bf16
+    p = catalog.resolve_precision(precision or m.precision or "bf16")
     kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
     prof = catalog.profile(profile)
     catalog.model(m.id)  # reads and validates a config.json before any frame work
@@ -132,5 +134,10 @@ def estimate_one(
     )
     prices = make_plan_inputs(catalog, [g.id])
     frame = select_exported(add_plan_columns(add_estimates(expand(catalog, axes, prof)), prices)).collect()
-    notes = tuple(n for n in (g.note, m.note, p.note, *prices.notes) if n)
+    overridden = (
+        f"precision {p.id} as given, not the {m.precision} the model name says"
+        if precision and m.precision and p.id != m.precision
+        else None
+    )
+    notes = tuple(n for n in (g.note, m.note, overridden, p.note, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)
