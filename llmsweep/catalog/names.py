@@ -259,7 +259,8 @@ QUANT_WEAK: dict[str, str | None] = {
     "w4a16": "int4",
     "w8a8": "int8",
     "w8a16": "int8",
-    "gguf": None,  # a file format: its files come in many precisions
+    "gguf": None,  # file formats whose files come in many precisions (the quant type or bpw may follow)
+    "exl2": None,
 }
 # Qualifiers that only travel with a quantization suffix: they change neither architecture nor format.
 QUANT_QUALIFIERS = frozenset({"dynamic", "static", "kv", "unsloth", "quantized"})
@@ -282,7 +283,7 @@ class ModelName:
 def _tokens(base: str) -> list[str]:
     text = base.strip()
     text = re.sub(r"\.gguf$", "-GGUF", text, flags=re.IGNORECASE)
-    text = re.sub(r"(?<=\d)_(?=\d)", ".", text)  # Llama-3_3 -> Llama-3.3
+    text = re.sub(r"(?<=-)(\d)_(\d)(?=-)", r"\1.\2", text)  # Llama-3_3-70B -> Llama-3.3-70B
     text = re.sub(r"\.(?=[A-Za-z])", "-", text)  # -quantized.w4a16, .Q4_K_M
     raw = [t for t in re.split(r"[\s-]+", text) if t]
     out: list[str] = []
@@ -332,13 +333,13 @@ def suffix_precision(quant: Iterable[str], precision_id: Callable[[str], str | N
     strong: list[str] = []
     weak: list[str] = []
     unknown: list[str] = []
-    gguf = False
+    file_format = False
     for tok in toks:
         t = tok.lower()
         if t in QUANT_STRONG:
             strong.append(QUANT_STRONG[t])
         elif t in QUANT_WEAK:
-            gguf |= t == "gguf"
+            file_format |= QUANT_WEAK[t] is None
             if QUANT_WEAK[t]:
                 weak.append(QUANT_WEAK[t])  # type: ignore[arg-type]
         elif _GGUF_TYPE.match(t) or _BPW.match(t):
@@ -350,8 +351,8 @@ def suffix_precision(quant: Iterable[str], precision_id: Callable[[str], str | N
     if len(found) > 1:
         return None, f"{written!r} names several precisions ({', '.join(found)}): none assumed"
     if found:
-        return found[0], f"{written!r} read as precision {found[0]}"
-    if gguf:
+        return found[0], f"{written!r} names precision {found[0]}"
+    if file_format:
         return None, f"{written!r} is a file format whose files come in many precisions: none assumed"
     return None, None
 
