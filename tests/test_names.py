@@ -51,10 +51,13 @@ def test_real_spellings(catalog, row):
 def test_notes_say_what_was_dropped_and_read(catalog):
     r = catalog.resolve_model("nvidia/Llama-3.3-70B-Instruct-FP8")
     assert (r.id, r.precision) == ("meta-llama/Llama-3.3-70B-Instruct", "fp8")
-    assert r.note == (
-        "model 'nvidia/Llama-3.3-70B-Instruct-FP8' read as meta-llama/Llama-3.3-70B-Instruct: "
-        "'-Instruct' ignored: instruct, chat and base variants share one architecture; "
+    assert r.note == "model 'nvidia/Llama-3.3-70B-Instruct-FP8' read as meta-llama/Llama-3.3-70B-Instruct: " + (
         "'-FP8' names precision fp8"
+    )
+    r = catalog.resolve_model("TheBloke/Llama-2-7B-Chat-GPTQ")
+    assert r.note == (
+        "model 'TheBloke/Llama-2-7B-Chat-GPTQ' read as meta-llama/Llama-2-7b-hf: "
+        "'-Chat' ignored: instruct, chat and base variants share one architecture; '-GPTQ' names precision int4"
     )
     r = catalog.resolve_model("Qwen/Qwen3-235B-A22B-Thinking-2507")
     assert r.note == (
@@ -63,11 +66,11 @@ def test_notes_say_what_was_dropped_and_read(catalog):
         "'-2507' ignored: a dated release of the same architecture"
     )
     assert catalog.resolve_model("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF").note.endswith(
-        "'-GGUF' is a file format whose files come in many precisions: none assumed"
+        "'-GGUF' is a file format whose files come in many precisions: give the precision (e.g. q4_k_m)"
     )
     r = catalog.resolve_model("Llama-3.1-8B-Instruct-FP8-INT4")
     assert r.precision is None
-    assert r.note.endswith("'-FP8-INT4' names several precisions (fp8, int4): none assumed")
+    assert r.note.endswith("'-FP8-INT4' names several precisions (fp8, int4): give the precision")
     assert catalog.resolve_model("Meta-Llama-3.1-8B-Instruct-Q4_K_S.gguf").note.endswith(
         "'-Q4_K_S-GGUF' names no precision in the catalog (`llmsweep precisions` lists them)"
     )
@@ -172,14 +175,24 @@ def _index(*ids: str) -> ModelIndex:
 def test_two_entries_left_after_stripping_are_an_error_listing_both():
     index = _index("org-a/Foo-7B", "org-b/Foo-7B-Instruct", "org-c/Foo-7B-Chat")
     with pytest.raises(AmbiguousNameError) as e:
-        index.resolve("someone/Foo-7B-Instruct-AWQ")
+        index.resolve("someone/Foo-7B-it-AWQ")
     assert str(e.value) == (
-        "ambiguous model 'someone/Foo-7B-Instruct-AWQ': it matches org-a/Foo-7B, org-b/Foo-7B-Instruct "
+        "ambiguous model 'someone/Foo-7B-it-AWQ': it matches org-a/Foo-7B, org-b/Foo-7B-Instruct "
         "and org-c/Foo-7B-Chat; name one of them (`llmsweep models` lists them)"
     )
     assert index.resolve("org-b/Foo-7B-Instruct").id == "org-b/Foo-7B-Instruct"  # exact
-    r = index.resolve("org-b/Foo-7B-AWQ")  # the org picks one
+    r = index.resolve("someone/Foo-7B-Instruct-AWQ")  # as one entry writes it, repackaged
     assert (r.id, r.precision) == ("org-b/Foo-7B-Instruct", "int4")
+    r = index.resolve("org-c/Foo-7B-it-AWQ")  # the org picks one
+    assert (r.id, r.precision) == ("org-c/Foo-7B-Chat", "int4")
+
+
+def test_a_variant_with_its_own_entry_is_not_taken_for_the_base():
+    index = _index("Qwen/Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B-Thinking-2507")
+    assert index.resolve("nvidia/Qwen3-235B-A22B-FP8").id == "Qwen/Qwen3-235B-A22B"
+    assert index.resolve("Qwen/Qwen3-235B-A22B-Thinking-2507-FP8").id == "Qwen/Qwen3-235B-A22B-Thinking-2507"
+    with pytest.raises(AmbiguousNameError):
+        index.resolve("Qwen/Qwen3-235B-A22B-Instruct-2507")
 
 
 def test_gpu_variant_overlap_outside_the_known_groups_is_an_error():
@@ -234,8 +247,7 @@ def test_cli_estimate_takes_the_precision_from_the_model_name():
     assert (row["gpu"], row["model"], row["precision"]) == ("h100-sxm", "meta-llama/Llama-3.1-70B", "fp8")
     assert row["weight_bytes"] * 2 == pytest.approx(70.55e9, rel=0.01)  # fp8: one byte per weight, over tp 2
     assert (
-        "note: model 'nvidia/Llama-3.1-70B-Instruct-FP8' read as meta-llama/Llama-3.1-70B: '-Instruct' ignored: "
-        "instruct, chat and base variants share one architecture; '-FP8' names precision fp8"
+        "note: model 'nvidia/Llama-3.1-70B-Instruct-FP8' read as meta-llama/Llama-3.1-70B: '-FP8' names precision fp8"
     ) in r.stderr
 
 

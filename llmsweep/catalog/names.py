@@ -12,11 +12,13 @@ left: that is the GPU. Several: a knowingly ambiguous group (the catalog's `ambi
 picks its first member and says so; any other overlap is an error. None: an unknown name with
 did-you-mean (`A100 20GB` is never "the nearest A100").
 
-Models (`ModelIndex`): the org prefix is dropped and the closed lists below are stripped
-(quantization suffixes and release dates from the end, variant words anywhere); the remaining
-key must match exactly one catalog entry, keyed the same way. Two entries with the same key are
-an ambiguity error unless the name's org picks one. A quantization suffix becomes the precision
-the match carries (`ModelMatch.precision`); every dropped part is said in the match's note.
+Models (`ModelIndex`): the org prefix and a trailing quantization suffix are dropped and the rest
+is matched against catalog ids and aliases keyed the same way (`Qwen3-235B-A22B-Thinking-2507-FP8`
+finds a Thinking entry when there is one). If none matches, the closed lists below are stripped
+too (release dates from the end, variant words anywhere) and the key must match exactly one entry.
+Two entries with one key are an ambiguity error unless the name's org picks one; `Llama-3.2-3B`
+never becomes `Llama-3.1-8B` (an unknown name, with did-you-mean). A quantization suffix becomes the
+precision the match carries (`ModelMatch.precision`); every dropped part is said in the note.
 """
 
 from __future__ import annotations
@@ -274,7 +276,8 @@ _DATE = re.compile(r"^\d{4}$")
 @dataclass(frozen=True, slots=True)
 class ModelName:
     org: str
-    key: str  # what catalog entries are matched on
+    strict: str  # matched first: only the org and the quantization suffix dropped
+    key: str  # matched next: variant words and dates dropped too
     variants: tuple[str, ...]  # dropped variant words, as written
     dates: tuple[str, ...]  # dropped release dates
     quant: tuple[str, ...]  # the quantization suffix tokens, as written
@@ -298,9 +301,14 @@ def _is_quant(tok: str) -> bool:
 
 
 def parse_model(name: str) -> ModelName:
-    """'nvidia/Llama-3.3-70B-Instruct-FP8' -> key 'llama-3.3-70b', variants ('Instruct',), quant ('FP8',)."""
+    """'nvidia/Llama-3.3-70B-Instruct-FP8' -> strict 'llama-3.3-70b-instruct', key 'llama-3.3-70b',
+    variants ('Instruct',), quant ('FP8',)."""
     org, _, base = name.strip().rpartition("/")
-    toks = _tokens(base)
+    written = _tokens(base)
+    strict = list(written)
+    while len(strict) > 1 and _is_quant(strict[-1]):
+        strict.pop()
+    toks = list(written)
     quant: list[str] = []
     dates: list[str] = []
     i = len(toks)
@@ -314,12 +322,22 @@ def parse_model(name: str) -> ModelName:
             break
         i -= 1
     variants = tuple(t for t in toks if t.lower() in VARIANT_WORDS)
-    kept = [t.lower() for t in toks if t.lower() not in VARIANT_WORDS]
-    if len(kept) > 1 and kept[0] == "meta" and kept[1].startswith("llama"):
-        kept = kept[1:]  # Meta-Llama-3.1-8B is Llama-3.1-8B
+    kept = [t for t in toks if t.lower() not in VARIANT_WORDS]
     if not kept:  # a name that is only suffixes: match it as written
-        kept, variants, dates, quant = [t.lower() for t in _tokens(base)], (), [], []
-    return ModelName(org.strip().lower(), "-".join(kept), variants, tuple(dates), tuple(quant))
+        kept, variants, dates, quant = written, (), [], []
+    return ModelName(
+        org.strip().lower(),
+        "-".join(_unprefixed([t.lower() for t in strict])),
+        "-".join(_unprefixed([t.lower() for t in kept])),
+        variants,
+        tuple(dates),
+        tuple(quant),
+    )
+
+
+def _unprefixed(tokens: list[str]) -> list[str]:
+    """Meta-Llama-3.1-8B is Llama-3.1-8B."""
+    return tokens[1:] if len(tokens) > 1 and tokens[0] == "meta" and tokens[1].startswith("llama") else tokens
 
 
 def suffix_precision(quant: Iterable[str], precision_id: Callable[[str], str | None]) -> tuple[str | None, str | None]:
@@ -349,11 +367,14 @@ def suffix_precision(quant: Iterable[str], precision_id: Callable[[str], str | N
     if unknown and not found:
         return None, f"{written!r} names no precision in the catalog (`llmsweep precisions` lists them)"
     if len(found) > 1:
-        return None, f"{written!r} names several precisions ({', '.join(found)}): none assumed"
+        return None, f"{written!r} names several precisions ({', '.join(found)}): give the precision"
     if found:
         return found[0], f"{written!r} names precision {found[0]}"
     if file_format:
-        return None, f"{written!r} is a file format whose files come in many precisions: none assumed"
+        return (
+            None,
+            f"{written!r} is a file format whose files come in many precisions: give the precision (e.g. q4_k_m)",
+        )
     return None, None
 
 
@@ -363,14 +384,16 @@ class ModelIndex(NameIndex):
     def __init__(self, names: dict[str, list[str]], precision_id: Callable[[str], str | None]):
         super().__init__("model", names)
         self._precision_id = precision_id
+        self._strict: dict[str, list[str]] = {}
         self._keys: dict[str, list[str]] = {}
         self._orgs: dict[str, set[str]] = {}
         for mid, aliases in names.items():
             for n in [mid, *aliases]:
                 parsed = parse_model(n)
-                ids = self._keys.setdefault(parsed.key, [])
-                if mid not in ids:
-                    ids.append(mid)
+                for table, key in ((self._strict, parsed.strict), (self._keys, parsed.key)):
+                    ids = table.setdefault(key, [])
+                    if mid not in ids:
+                        ids.append(mid)
                 if parsed.org:
                     self._orgs.setdefault(mid, set()).add(parsed.org)
 
@@ -380,9 +403,10 @@ class ModelIndex(NameIndex):
         hit = self._exact(name)
         if hit is not None:
             return ModelMatch(hit.id, _model_note(name, hit.id, [quant_note]), precision)
-        cands = self._keys.get(parsed.key, [])
-        if len(cands) > 1 and parsed.org:
-            cands = [m for m in cands if parsed.org in self._orgs.get(m, ())] or cands
+        strict = self._narrow(parsed, self._strict.get(parsed.strict, []))
+        if len(strict) == 1:  # the name as the catalog writes it, repackaged: only the suffix said
+            return ModelMatch(strict[0], _model_note(name, strict[0], [quant_note]), precision)
+        cands = strict or self._narrow(parsed, self._keys.get(parsed.key, []))
         if len(cands) > 1:
             raise AmbiguousNameError("model", name, cands)
         if not cands:
@@ -395,6 +419,12 @@ class ModelIndex(NameIndex):
             quant_note,
         ]
         return ModelMatch(cands[0], _model_note(name, cands[0], notes), precision)
+
+    def _narrow(self, parsed: ModelName, cands: list[str]) -> list[str]:
+        """Several entries with one key: the name's org picks one, if it names one of them."""
+        if len(cands) > 1 and parsed.org:
+            return [m for m in cands if parsed.org in self._orgs.get(m, ())] or cands
+        return cands
 
 
 def _dropped(tokens: tuple[str, ...], why: str) -> str | None:
