@@ -293,3 +293,35 @@ def test_sweep_names_resolve_with_notes(tmp_path):
     assert sweep.axes.gpu == ["h100-sxm", "v100-32gb-sxm"]
     assert sweep.axes.model == ["meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-3.1-8B"]
     assert any("'-FP8' names precision fp8" in n for n in sweep.notes)
+
+
+def test_every_catalog_model_is_found_under_any_org_and_suffix(catalog):
+    """Rule-based, so it holds for entries added later without new aliases."""
+    for mid in catalog.models:
+        base = mid.rpartition("/")[2]
+        for name, precision in (
+            (f"someone/{base}-FP8", "fp8"),
+            (f"someone/{base}-AWQ", "int4"),
+            (f"{base}-NVFP4", "nvfp4"),
+            (f"{base.upper()}-GGUF", None),
+        ):
+            r = catalog.resolve_model(name)
+            assert (r.id, r.precision) == (mid, precision), name
+
+
+def test_every_catalog_gpu_is_found_with_marketing_words(catalog):
+    for gid, gpu in catalog.gpus.items():
+        if gpu.vendor:
+            assert catalog.resolve_gpu(f"{gpu.vendor.split()[0]} {gid.upper()}").id == gid
+        for alias in gpu.aliases:
+            if alias not in catalog.gpu_ambiguous:
+                assert catalog.resolve_gpu(f"{alias} Edition").id == gid, alias
+
+
+@pytest.mark.parametrize("name", ["", "/", "org/", "-FP8", "NVIDIA", "gguf"])
+def test_degenerate_names_are_unknown(catalog, name):
+    if name not in ("", "/"):  # those are folders: read as a local config.json
+        with pytest.raises(UnknownNameError):
+            catalog.resolve_model(name)
+    with pytest.raises(UnknownNameError):
+        catalog.resolve_gpu(name)
