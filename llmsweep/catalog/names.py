@@ -115,31 +115,12 @@ class NameIndex:
 
 # Words that name the vendor, the brand, the architecture generation or the memory technology:
 # they never tell two catalog entries apart. ('Ada' does: RTX 6000 Ada is not the Turing RTX 6000.)
-GPU_MARKETING_WORDS = frozenset(
-    [
-        "nvidia",
-        "amd",
-        "intel",
-        "apple",
-        "geforce",
-        "radeon",
-        "instinct",
-        "tesla",
-        "blackwell",
-        "hopper",
-        "edition",
-        "hgx",
-        "hbm",
-        "hbm2",
-        "hbm2e",
-        "hbm3",
-        "hbm3e",
-        "gddr6",
-        "gddr6x",
-        "gddr7",
-        "lpddr5x",
-    ]
-)
+# fmt: off
+GPU_MARKETING_WORDS = frozenset({
+    "nvidia", "amd", "intel", "apple", "geforce", "radeon", "instinct", "tesla", "blackwell", "hopper",
+    "edition", "hgx", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7", "lpddr5x",
+})
+# fmt: on
 # Form-factor words, reduced to the family the catalog ids use.
 GPU_FORM_FACTORS = {
     "sxm": "sxm",
