@@ -95,7 +95,12 @@ def main() -> None:
     show_default=True,
     help="Serving engine: vllm, sglang, trtllm, llama.cpp, mlx, exllamav2, generic; auto = by GPU.",
 )
-@click.option("--precision", default="bf16", show_default=True, help="Weight format (see `llmsweep precisions`).")
+@click.option(
+    "--precision",
+    default=None,
+    help="Weight format (see `llmsweep precisions`). Default: the model name's quantization suffix "
+    "(-FP8, -AWQ, -NVFP4, ...), else the checkpoint's own format, else bf16.",
+)
 @click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
 @click.option("--tp", default=1, show_default=True, type=click.IntRange(min=1), help="Tensor-parallel GPUs.")
 @click.option("--pp", default=1, show_default=True, type=click.IntRange(min=1), help="Pipeline-parallel GPUs.")

@@ -107,7 +107,7 @@ def estimate_one(
     gpu: str,
     model: str,
     engine: str = "auto",
-    precision: str = "bf16",
+    precision: str | None = None,
     kv_precision: str = "auto",
     tp: int = 1,
     pp: int = 1,
@@ -117,10 +117,13 @@ def estimate_one(
     profile: str = "default",
 ) -> Estimate:
     catalog = load_catalog()
-    g, m, p = catalog.resolve_gpu(gpu), catalog.resolve_model(model), catalog.resolve_precision(precision)
+    g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
+    entry = catalog.model(m.id)  # reads and validates a config.json before any frame work
+    # no precision given: the one the model name's quantization suffix names (-FP8, -AWQ), else
+    # the checkpoint's own format (config.json's quantization_config), else bf16
+    p = catalog.resolve_precision(precision or m.precision or entry.default_precision or "bf16")
     kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
     prof = catalog.profile(profile)
-    catalog.model(m.id)  # reads and validates a config.json before any frame work
     axes = Axes(
         gpu=[g.id],
         engine=[catalog.resolve_engine(engine).id],
@@ -135,5 +138,10 @@ def estimate_one(
     )
     prices = make_plan_inputs(catalog, [g.id])
     frame = select_exported(add_plan_columns(add_estimates(expand(catalog, axes, prof)), prices)).collect()
-    notes = tuple(n for n in (g.note, m.note, p.note, *prices.notes) if n)
+    overridden = (
+        f"precision {p.id} as given, not the {m.precision} the model name says"
+        if precision and m.precision and p.id != m.precision
+        else None
+    )
+    notes = tuple(n for n in (g.note, m.note, overridden, p.note, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

@@ -180,6 +180,7 @@ GPU_AMBIGUOUS = {
     "H100 80GB": ["h100-sxm", "h100-pcie"],
     "V100": ["v100-32gb-sxm", "v100-16gb-sxm"],
     "RTX PRO 6000": ["rtx-pro-6000-workstation", "rtx-pro-6000-server"],
+    "H20": ["h20", "h20-141gb"],
 }
 
 GPUS_PER_NODE_SOURCE = (
@@ -651,6 +652,13 @@ MODEL_CONFIGS: dict[str, tuple[str, list[str], str, tuple[str, str, str] | None]
     "openai--gpt-oss-120b": ("openai/gpt-oss-120b", [], "Apache-2.0", None),
     "openai--gpt-oss-20b": ("openai/gpt-oss-20b", [], "Apache-2.0", None),
 }
+# Quantized repackagings of a model in the catalog: the same architecture, so they are names of
+# that entry (the name's -FP8 / -NVFP4 suffix selects the precision), not models of their own.
+QUANTIZED_CHECKPOINTS = {
+    "nvidia--Llama-3.1-70B-Instruct-FP8": "meta-llama/Llama-3.1-70B",
+    "nvidia--Qwen3-235B-A22B-NVFP4": "Qwen/Qwen3-235B-A22B",
+    "zai-org--GLM-5-FP8": "zai-org/GLM-5",
+}
 MODEL_CONFIGS_SOURCE = (
     "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce "
     "aic-core/src/aiconfigurator_core/model_configs/{file} (Apache-2.0; byte-for-byte copy in "
@@ -979,6 +987,17 @@ def add_model_configs(models: dict, ref_dir: Path) -> None:
             "Parameters counted from the language model's fields (main model; MTP / next-token "
             "prediction layers and " + (", ".join(dropped) if dropped else "other towers") + " not counted)."
         )
+        if stem in QUANTIZED_CHECKPOINTS:  # a name of the base entry, with where its format is stated
+            base = models[QUANTIZED_CHECKPOINTS[stem]]
+            base["aliases"] = list(dict.fromkeys([*base["aliases"], mid, *aliases]))
+            base["sources"].append(
+                {
+                    "ref": f"checkpoint {mid}",
+                    "source": MODEL_CONFIGS_SOURCE.format(file=(quant_file if quant else folder / fname).name),
+                    "fields": [f"{mid}: same architecture, weights in {precision} ({why})"],
+                }
+            )
+            continue
         if mid in models:  # already built from models.yaml: same model, verbatim config
             e = models[mid]
             e["aliases"] = list(dict.fromkeys(e["aliases"] + aliases))

@@ -255,7 +255,6 @@ PUBLISHED = {
     "meta-llama/Llama-4-Maverick-17B-128E-Instruct": (400e9, 17e9, False),
     "moonshotai/Kimi-K2-Instruct": (1.0e12, 32e9, False),  # "1 trillion": 1.026e12 is within 2.6%
     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8": (120e9, 12e9, False),
-    "nvidia/Qwen3-235B-A22B-NVFP4": (235e9, 22e9, False),
     "google/gemma-4-26B-A4B": (26e9, 4e9, False),
     "openai/gpt-oss-120b": (116.8e9, 5.1e9, True),  # models.yaml pg_gptoss: 116.8B / 5.1B
 }

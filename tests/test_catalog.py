@@ -77,7 +77,7 @@ def test_dense_rates_not_sparse(catalog):
         ("B300", "b300"),
         ("HGX B300", "b300"),
         ("GB300 NVL72", "gb300"),
-        ("H20", "h20"),
+        ("H20 96GB", "h20"),
         ("H20 141GB", "h20-141gb"),
         ("DGX Spark", "dgx-spark"),
         ("GB10", "dgx-spark"),
@@ -277,10 +277,12 @@ def test_every_model_config_is_in_the_catalog_with_sources_and_license(catalog):
         if path.name.endswith("_hf_quant_config.json"):
             continue
         hf_id = path.name.removesuffix("_config.json").replace("--", "/", 1)
-        m = catalog.model(catalog.resolve_model(hf_id).id)
-        assert any(path.name in s["source"] for s in m.sources), hf_id
-        assert any(s["ref"] == "model-configs README" for s in m.sources), hf_id
-        assert m.license and m.default_precision, hf_id
+        r = catalog.resolve_model(hf_id)
+        m = catalog.model(r.id)
+        assert any(path.name.removesuffix("_config.json") in s["source"] for s in m.sources), hf_id
+        assert any(s["ref"] in ("model-configs README", f"checkpoint {hf_id}") for s in m.sources), hf_id
+        # a quantized repackaging (nvidia/...-FP8) is a name of its base model; its suffix is the format
+        assert m.license and (r.precision or m.default_precision), hf_id
 
 
 @pytest.mark.parametrize(
@@ -300,9 +302,11 @@ def test_every_model_config_is_in_the_catalog_with_sources_and_license(catalog):
     ],
 )
 def test_default_precision_is_the_checkpoints_format(catalog, name, precision):
-    m = catalog.model(catalog.resolve_model(name).id)
-    assert m.default_precision == precision
-    if precision:
+    """The name's quantization suffix, else the checkpoint's own format (config.json)."""
+    r = catalog.resolve_model(name)
+    m = catalog.model(r.id)
+    assert (r.precision or m.default_precision) == precision
+    if precision and not r.precision:
         assert precision in catalog.precisions and m.default_precision_source
 
 

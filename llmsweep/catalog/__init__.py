@@ -17,12 +17,22 @@ from llmsweep.catalog.architecture import load_config_file
 from llmsweep.catalog.engines import resolve_engine
 from llmsweep.catalog.gpus import Gpu
 from llmsweep.catalog.models import ModelEntry
-from llmsweep.catalog.names import NameIndex, Resolved
+from llmsweep.catalog.names import AmbiguousNameError, GpuIndex, ModelIndex, ModelMatch, NameIndex, Resolved
 from llmsweep.catalog.precisions import Precision, bits_per_weight_format
 from llmsweep.catalog.profiles import Profile
 from llmsweep.errors import CatalogError, LlmsweepError, UnknownNameError, did_you_mean
 
-__all__ = ["Catalog", "Gpu", "ModelEntry", "Precision", "Profile", "Resolved", "load_catalog"]
+__all__ = [
+    "AmbiguousNameError",
+    "Catalog",
+    "Gpu",
+    "ModelEntry",
+    "ModelMatch",
+    "Precision",
+    "Profile",
+    "Resolved",
+    "load_catalog",
+]
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: 5x faster, same result
@@ -43,26 +53,40 @@ class Catalog:
     # -- name resolution -------------------------------------------------------------------
     @cached_property
     def _indexes(self) -> dict[str, NameIndex]:
+        precisions = NameIndex("precision", {k: v.aliases for k, v in self.precisions.items()})
         return {
-            "gpu": NameIndex("gpu", {k: v.aliases for k, v in self.gpus.items()}, self.gpu_ambiguous),
-            "model": NameIndex("model", {k: v.aliases for k, v in self.models.items()}),
-            "precision": NameIndex("precision", {k: v.aliases for k, v in self.precisions.items()}),
+            "gpu": GpuIndex(
+                {k: v.aliases for k, v in self.gpus.items()},
+                {k: v.memory_gb for k, v in self.gpus.items()},
+                self.gpu_ambiguous,
+            ),
+            "model": ModelIndex({k: v.aliases for k, v in self.models.items()}, self._suffix_precision),
+            "precision": precisions,
         }
 
     def _index(self, kind: str) -> NameIndex:
         return self._indexes[kind]
 
+    def _suffix_precision(self, token: str) -> str | None:
+        """A GGUF type or `<N>bpw` from a model name's suffix, as a precision id (None if unknown)."""
+        try:
+            return self.resolve_precision(token).id
+        except UnknownNameError:
+            return None
+
     def resolve_gpu(self, name: str) -> Resolved:
+        """A GPU id, alias, or a name as vendors and nvidia-smi print it ('NVIDIA H100 80GB HBM3',
+        'Tesla V100-SXM2-32GB'). Raises UnknownNameError or AmbiguousNameError."""
         return self._index("gpu").resolve(name)
 
-    def resolve_model(self, name: str) -> Resolved:
-        """A catalog id or alias; or the path of a local config.json (a file or its folder)."""
+    def resolve_model(self, name: str) -> ModelMatch:
+        """A catalog id or alias, a Hugging Face repo name of the same architecture (any org,
+        -Instruct/-Chat/-Base, quantized repackagings: the suffix becomes `precision`), or the path
+        of a local config.json (a file or its folder). Raises UnknownNameError or AmbiguousNameError."""
         index = self._index("model")
-        if name in index:
-            return index.resolve(name)
-        if name.endswith(".json") or Path(name).is_dir():
-            return Resolved(f"file:{name}")
-        return index.resolve(name)
+        if name in index or not (name.endswith(".json") or Path(name).is_dir()):
+            return index.resolve(name)  # type: ignore[return-value]
+        return ModelMatch(f"file:{name}")
 
     def resolve_engine(self, name: str) -> Resolved:
         return Resolved(resolve_engine(name))
