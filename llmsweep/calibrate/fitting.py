@@ -68,17 +68,13 @@ def _nelder_mead(
     return simplex[min(range(n + 1), key=values.__getitem__)]
 
 
-def _loss(measurements: list[Measurement], estimated: list[float | None], rows: list[int]) -> float:
-    total, n = 0.0, 0
-    for i in rows:
-        e = estimated[i]
-        if e and e > 0:
-            total += math.log(e / measurements[i].measured) ** 2
-            n += 1
-        else:
-            total += 25.0  # an estimate that cannot be made (does not fit) counts as a large miss
-            n += 1
-    return total / max(n, 1)
+def _loss(ev: Evaluator, estimated: pl.Series) -> float:
+    """Mean squared log error over every row of `ev`; an estimate that cannot be made (does not
+    fit, or is not a positive number) counts as a large miss (25, a factor of e^5)."""
+    if not len(estimated):
+        return 0.0
+    e, m = estimated, ev.rows["measured"]
+    return pl.select(pl.when(e > 0).then((e / m).log().pow(2)).otherwise(25.0).mean()).item()
 
 
 def _with(profile: Profile, shared: dict[str, float], families: dict[str, dict[str, float]]) -> Profile:
@@ -117,28 +113,29 @@ STEPS = {"bandwidth_efficiency": 0.1, "compute_efficiency": 0.1, "step_overhead_
 def fit(ev: Evaluator, start: Profile, rows: list[int]) -> Profile:
     """Fit on the measurements at `rows`: the shared parameters first, then each GPU family's
     bandwidth efficiency where the family has enough rows (overheads stay shared)."""
-    ms = ev.measurements
-    rows = [i for i in rows if ms[i].fittable]
+    rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
         return start
+    train = ev.subset(rows)  # each candidate is evaluated on the fitted rows only, all in one pass
 
     def shared_loss(x: list[float]) -> float:
         params = {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, x, strict=True)}
-        return _loss(ms, ev.estimate(_with(start, params, {})), rows) + _prior(start.defaults, params)
+        return _loss(train, train.estimate_series(_with(start, params, {}))) + _prior(start.defaults, params)
 
     x0 = [getattr(start.defaults, n) for n in SHARED_PARAMS]
     best = _nelder_mead(shared_loss, x0, [STEPS[n] for n in SHARED_PARAMS])
     profile = _with(start, {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, best, strict=True)}, {})
-    families = ev.base["gpu_family"].cast(pl.String).to_list()
-    for fam in sorted(set(families[i] for i in rows)):
-        fam_rows = [i for i in rows if families[i] == fam]
+    families = train.families
+    for fam in sorted(set(families)):
+        fam_rows = [i for i, f in enumerate(families) if f == fam]
         if len(fam_rows) < MIN_FAMILY_ROWS:
             continue
+        fam_ev = train.subset(fam_rows)
 
-        def fam_loss(x: list[float], fam: str = fam, fam_rows: list[int] = fam_rows, base: Profile = profile) -> float:
+        def fam_loss(x: list[float], fam: str = fam, fam_ev: Evaluator = fam_ev, base: Profile = profile) -> float:
             override = {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}
             prior = _prior(base.for_family(fam), override)
-            return _loss(ms, ev.estimate(_with(base, {}, {fam: override})), fam_rows) + prior
+            return _loss(fam_ev, fam_ev.estimate_series(_with(base, {}, {fam: override}))) + prior
 
         eff = profile.for_family(fam)
         x = _nelder_mead(
