@@ -3,6 +3,7 @@ which estimate column it is compared with."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -49,7 +50,9 @@ REQUIRED = (
     "value",
     "unit",
 )
-KNOWN = (*REQUIRED, "num_gpus", "params_b", "framework", "notes")
+# Optional: `request_rate` (requests/s; blank = closed loop at `batch` concurrency) and the layout
+# columns of measured-load-dev.csv (attention data parallel, expert parallel, MoE tensor parallel).
+KNOWN = (*REQUIRED, "num_gpus", "params_b", "framework", "notes", "request_rate", "dp_attention", "ep", "moe_tp")
 
 
 @dataclass(frozen=True)
@@ -70,11 +73,35 @@ class Measurement:
     measured: float  # SI units
     assumptions: str
     engine: str = ""
+    request_rate: float | None = None  # requests/s offered (open loop); None or inf = closed loop at `batch`
+    dp_attention: int = 1  # attention data-parallel replicas
+    ep: int = 1  # expert parallel
+    moe_tp: int = 1  # tensor parallel of the MoE experts
+
+    @property
+    def open_loop(self) -> bool:
+        """Requests arrive at a stated rate and no concurrency is stated."""
+        return self.request_rate is not None and math.isfinite(self.request_rate) and self.batch == MAX
 
     @property
     def fittable(self) -> bool:
         """Rows that can inform speed parameters: a stated batch, a speed metric."""
         return self.batch != MAX and GROUPS.get(self.metric) in ("decode", "prefill", "throughput")
+
+
+LAYOUT_NOT_REPRESENTABLE = "layout (attention data parallel / expert parallel) not representable yet"
+OPEN_LOOP_NOT_ESTIMATED = "open-loop request rate: not estimated yet"
+
+
+def not_estimable(m: Measurement) -> str | None:
+    """Why the estimator cannot represent `m` yet, or None. The one place each gap is checked:
+    when the estimator gains attention-DP / expert-parallel layouts or the loaded (open-loop)
+    operating point, drop the matching test here and map the measurement in comparison.py."""
+    if m.dp_attention > 1 or m.ep > 1:
+        return LAYOUT_NOT_REPRESENTABLE
+    if m.open_loop:
+        return OPEN_LOOP_NOT_ESTIMATED
+    return None
 
 
 @dataclass
