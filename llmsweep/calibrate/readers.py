@@ -282,7 +282,9 @@ def _vllm_rows(data: dict, defaults: dict, name: str) -> list[Row]:
         if not completed:
             raise RowError("completed is 0 or missing: no request finished, so the mean lengths are unknown")
         lengths = {k: _mean_tokens(data, f"total_{k}_tokens", completed) for k in ("input", "output")}
-        concurrency = _text(data, "max_concurrency") or str(defaults.get("batch") or "")
+        concurrency = str(defaults.get("batch") or "")
+        if _text(data, "max_concurrency"):  # closed loop at this many requests in flight
+            concurrency = str(_int(data, "max_concurrency", minimum=1, maximum=MAX_BATCH))
         request_rate, backend = _text(data, "request_rate"), _text(data, "backend") or "vllm"
         model = defaults.get("model") or _text(data, "model_id")
     except RowError as e:
