@@ -5,7 +5,8 @@
 
 The measurements are the rows of shared/reference/measured-load-dev.csv and measured-dev.csv
 (tests/data/measured-dev.csv where shared/ is absent), replicated with perturbed batch, lengths and
-values (seeded, so every run compares the same file). Prints rows per second for reading, for the
+values (seeded, so every run compares the same file); only rows llmsweep can map are copied, so
+every synthesised row is compared. Prints rows per second for reading, for the
 comparison (one frame, one estimator pass) and for the whole `calibrate` command, and the seconds
 one fit of the profile takes on every row.
 """
@@ -21,10 +22,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "reference"  # the project's reference data, beside the checkout
 SOURCES = [
-    Path("/work/shared/reference/measured-load-dev.csv"),
-    Path("/work/shared/reference/measured-dev.csv"),
-    ROOT / "tests" / "data" / "measured-dev.csv",
+    SHARED / "measured-load-dev.csv",
+    SHARED / "measured-dev.csv"
+    if (SHARED / "measured-dev.csv").exists()
+    else ROOT / "tests" / "data" / "measured-dev.csv",
 ]
 
 
@@ -37,6 +40,11 @@ def synthesise(rows: int, path: Path, seed: int = 0) -> int:
                 base += list(csv.DictReader(f))
     if not base:
         sys.exit("no reference measurements found")
+    # copy only rows llmsweep can map (known model, single layout), so every synthesised row is compared
+    from llmsweep.calibrate import read_file
+
+    mappable = {m.id for src in SOURCES if src.exists() for m in read_file(src).measurements}
+    base = [r for r in base if r["id"] in mappable]
     fields = list(dict.fromkeys(k for r in base for k in r))
     rng = random.Random(seed)
     with path.open("w", newline="", encoding="utf-8") as f:
