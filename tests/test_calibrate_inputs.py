@@ -94,6 +94,7 @@ ROW_CASES = [
     ("value-1e400", {"value": "1e400"}, "value '1e400' is not a finite number"),
     ("value-negative", {"value": "-5"}, "value '-5' must be a positive number"),
     ("value-empty", {"value": ""}, "value is empty"),
+    ("value-overflows-si", {"metric": "memory_gb", "unit": "GB", "value": "1e300"}, "value '1e300' is too large"),
     ("batch-1e400", {"batch": "1e400"}, "batch '1e400' is not a finite number"),
     ("batch-huge", {"batch": "1e30"}, "batch '1e30' must be between 1 and 10,000,000"),
     ("input-fraction", {"input_len": "12.5"}, "input_len '12.5' is not a whole number"),
@@ -290,3 +291,8 @@ def test_outputs_have_runs_permissions_and_stale_fit_files_go(tmp_path):
     assert f"removed {out / 'profile.yaml'} (from an earlier --fit)" in r.output
     for name in ("comparison.csv", "unmapped.csv"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o640
+
+
+def test_nothing_to_compare_is_an_empty_frame(catalog):
+    frame = cal.compare([], "default", catalog)
+    assert frame.height == 0 and frame.columns[:5] == ["id", "metric", "measured", "estimated", "ratio"]

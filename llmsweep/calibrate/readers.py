@@ -147,6 +147,9 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         lengths.append(_int(row, key, ASSUMED_TOKENS))
     if lengths == [0, 0]:
         raise RowError("input_len and output_len are both 0")
+    measured = _number(row, "value") * scale
+    if not math.isfinite(measured):
+        raise RowError(f"value {_text(row, 'value')!r} is too large")
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
@@ -161,7 +164,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         output_tokens=lengths[1],
         metric=metric,
         column=column,
-        measured=_number(row, "value") * scale,
+        measured=measured,
         assumptions="; ".join(notes),
         engine=_text(row, "framework"),
         request_rate=_rate(row, "request_rate"),
