@@ -63,8 +63,9 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
     """The distinct configurations of `keys`, joined with GPU, model, precision and link facts and
     the profile's parameters, the way grid.py builds a grid (one small table per entity)."""
     keys = keys.select(KEY).unique(maintain_order=True)
-    gpus, models = keys["gpu"].unique(maintain_order=True), keys["model"].unique(maintain_order=True)
-    precisions, kvs = keys["precision"].unique(maintain_order=True), keys["kv_precision"].unique(maintain_order=True)
+    gpus, models, precisions, kvs, tps = (
+        keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "model", "precision", "kv_precision", "tp")
+    )
     rates, kv = precision_tables(catalog, gpus, precisions, kvs)
     return (
         keys.lazy()
@@ -72,7 +73,7 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         .join(model_table(catalog, models), on="model", **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["precision", "kv_precision"], **_LEFT)
-        .join(link_table(catalog, gpus, keys["tp"].unique(maintain_order=True)), on=["gpu", "tp"], **_LEFT)
+        .join(link_table(catalog, gpus, tps), on=["gpu", "tp"], **_LEFT)
         .collect()
     )
 
