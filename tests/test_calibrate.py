@@ -111,7 +111,7 @@ def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog
         seen.append(list(rows))
         return real_fit(ev_, start, rows[:0])  # skip the optimisation: only the row sets matter here
 
-    monkeypatch.setattr(cal, "fit", spy)
+    monkeypatch.setattr("llmsweep.calibrate.fitting.fit", spy)
     oos = cal.cross_validate(ev, catalog.profile("literature"))
     sources = [cal.source_key(m.source) for m in measured]
     assert len(seen) == len(set(sources)) == 4
@@ -167,7 +167,7 @@ def test_a_failed_fit_writes_nothing(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise cal.LlmsweepError("fit failed")
 
-    monkeypatch.setattr(cal, "calibrate", broken)
+    monkeypatch.setattr("llmsweep.calibrate.run.calibrate", broken)
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["calibrate", str(DATA / "measured-dev.csv"), "--fit", "-o", str(out)])
     assert r.exit_code == 1 and "fit failed" in r.output

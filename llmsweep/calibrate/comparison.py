@@ -1,0 +1,238 @@
+"""Measurements -> one frame -> estimates -> the comparison frame, and its error summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from llmsweep.calibrate.measurement import Measurement, source_key
+from llmsweep.catalog import Catalog, Profile, load_catalog
+from llmsweep.catalog.profiles import Efficiency
+from llmsweep.columns import SCHEMA
+from llmsweep.estimate import add_estimates
+from llmsweep.grid import MAX, gpu_table, link_table, model_table, precision_tables
+
+PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
+# The configuration of a measurement: measurements that share it share one estimator row.
+KEY = (
+    "gpu",
+    "model",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "input_tokens",
+    "output_tokens",
+    "batch",
+    "batch_is_max",
+)
+_LEFT = {"how": "left", "maintain_order": "left"}
+
+
+def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
+    """One row per measurement: its configuration (the grid's identity columns, `max` as
+    batch_is_max), the estimate column it is compared with and the measured value (SI)."""
+    ms = list(measurements)
+    return pl.DataFrame(
+        {
+            "gpu": [m.gpu for m in ms],
+            "model": [m.model for m in ms],
+            "precision": [m.precision for m in ms],
+            "kv_precision": [m.kv_precision for m in ms],
+            "tp": [m.tp for m in ms],
+            "pp": [m.pp for m in ms],
+            "input_tokens": [m.input_tokens for m in ms],
+            "output_tokens": [m.output_tokens for m in ms],
+            "batch": [1 if m.batch == MAX else int(m.batch) for m in ms],
+            "batch_is_max": [m.batch == MAX for m in ms],
+            "column": [m.column for m in ms],
+            "measured": [m.measured for m in ms],
+        },
+        schema={
+            **{k: SCHEMA.get(k, pl.String) for k in KEY if k != "batch_is_max"},
+            "batch_is_max": pl.Boolean,
+            "column": pl.String,
+            "measured": pl.Float64,
+        },
+    ).select(*KEY, "column", "measured")
+
+
+def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) -> pl.DataFrame:
+    """The distinct configurations of `keys`, joined with GPU, model, precision and link facts and
+    the profile's parameters, the way grid.py builds a grid (one small table per entity)."""
+    keys = keys.select(KEY).unique(maintain_order=True)
+    gpus, models, precisions, kvs, tps = (
+        keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "model", "precision", "kv_precision", "tp")
+    )
+    rates, kv = precision_tables(catalog, gpus, precisions, kvs)
+    return (
+        keys.lazy()
+        .join(gpu_table(catalog, gpus, profile), on="gpu", **_LEFT)
+        .join(model_table(catalog, models), on="model", **_LEFT)
+        .join(rates, on=["gpu", "precision"], **_LEFT)
+        .join(kv, on=["precision", "kv_precision"], **_LEFT)
+        .join(link_table(catalog, gpus, tps), on=["gpu", "tp"], **_LEFT)
+        .collect()
+    )
+
+
+def _finite(column: str | pl.Expr) -> pl.Expr:
+    """The column as Float64, null where it is not a finite number."""
+    x = (pl.col(column) if isinstance(column, str) else column).cast(pl.Float64)
+    return pl.when(x.is_finite()).then(x)
+
+
+@dataclass
+class Evaluator:
+    """Every measurement in one frame, built once: the distinct configurations with their facts,
+    and per measurement the configuration it uses and the column it is compared with. A candidate
+    profile is evaluated on all rows in one vectorised estimator pass (its parameters swapped in as
+    columns, per GPU family), so a fit can try thousands of parameter sets."""
+
+    measurements: list[Measurement]
+    configs: pl.DataFrame  # one row per distinct configuration: facts + the starting profile's columns
+    rows: pl.DataFrame  # one row per measurement: KEY, column, measured, config (row of `configs`)
+
+    @classmethod
+    def build(cls, measurements: list[Measurement], profile: Profile, catalog: Catalog | None = None) -> Evaluator:
+        catalog = catalog or load_catalog()
+        rows = measurement_frame(measurements)
+        configs = configuration_frame(rows, catalog, profile) if measurements else pl.DataFrame()
+        if measurements:
+            index = configs.select(KEY).with_row_index("config")
+            rows = rows.join(index, on=list(KEY), **_LEFT)
+        return cls(list(measurements), configs, rows)
+
+    @property
+    def base(self) -> pl.DataFrame:
+        """The estimator's input, one row per measurement (in measurement order)."""
+        return self.configs[self.rows["config"]] if self.measurements else self.configs
+
+    @property
+    def families(self) -> list[str]:
+        """Each measurement's GPU family."""
+        return self.base["gpu_family"].cast(pl.String).to_list() if self.measurements else []
+
+    def evaluate(self, profile: Profile) -> pl.DataFrame:
+        """Per measurement: `estimated` (SI units; null where there is no finite estimate) and `fits`."""
+        if not self.measurements:
+            return pl.DataFrame(schema={"estimated": pl.Float64, "fits": pl.Boolean})
+        families = self.configs["gpu_family"].unique().to_list()
+        effs = {f: profile.for_family(f).model_dump() for f in families}
+        swap = [
+            pl.col("gpu_family")
+            .replace_strict({f: e[n] for f, e in effs.items()}, default=getattr(profile.defaults, n))
+            .cast(self.configs.schema[n])
+            .alias(n)
+            for n in Efficiency.model_fields
+        ]
+        columns = self.rows["column"].unique().sort().to_list()
+        estimates = add_estimates(self.configs.lazy().with_columns(swap)).select(*columns, "fits")
+        picked = pl.coalesce([pl.when(pl.col("column") == c).then(_finite(c)) for c in columns])
+        return (
+            self.rows.lazy()
+            .select("config", "column")
+            .join(estimates.with_row_index("config"), on="config", **_LEFT)
+            .select(estimated=picked, fits=pl.col("fits"))
+            .collect()
+        )
+
+    def subset(self, rows: Sequence[int]) -> Evaluator:
+        """The evaluator of the measurements at `rows` only (and only the configurations they use)."""
+        picked = self.rows[pl.Series(list(rows), dtype=pl.UInt32)]
+        used = picked["config"].unique(maintain_order=True)
+        renumber = pl.DataFrame({"config": used, "new": pl.int_range(len(used), dtype=pl.UInt32, eager=True)})
+        picked = picked.join(renumber, on="config", **_LEFT).drop("config").rename({"new": "config"})
+        return Evaluator([self.measurements[i] for i in rows], self.configs[used], picked)
+
+    def estimate_series(self, profile: Profile) -> pl.Series:
+        return self.evaluate(profile)["estimated"]
+
+    def estimate(self, profile: Profile) -> list[float | None]:
+        return self.estimate_series(profile).to_list()
+
+
+def comparison_frame(
+    measurements: list[Measurement], estimated: Sequence[float | None] | pl.Series, base: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """The comparison file's rows: id, metric, measured, estimated, ratio (estimated / measured),
+    the configuration, whether it fits, the engine, the source and the assumptions made."""
+    ms = list(measurements)
+    est = pl.Series("estimated", list(estimated) if not isinstance(estimated, pl.Series) else estimated, pl.Float64)
+    fits = (
+        base["fits"] if base is not None and "fits" in base.columns else pl.Series([None] * len(ms), dtype=pl.Boolean)
+    )
+    frame = pl.DataFrame(
+        {
+            "id": [m.id for m in ms],
+            "metric": [m.metric for m in ms],
+            "measured": [m.measured for m in ms],
+            "estimated": est,
+            "gpu": [m.gpu for m in ms],
+            "model": [m.model for m in ms],
+            "precision": [m.precision for m in ms],
+            "kv_precision": [m.kv_precision for m in ms],
+            "tp": [m.tp for m in ms],
+            "pp": [m.pp for m in ms],
+            "batch": [str(m.batch) for m in ms],
+            "input_tokens": [m.input_tokens for m in ms],
+            "output_tokens": [m.output_tokens for m in ms],
+            "fits": fits.cast(pl.Boolean),
+            "engine": [m.engine for m in ms],
+            "source": [source_key(m.source) for m in ms],
+            "assumptions": [m.assumptions for m in ms],
+        },
+        schema_overrides={
+            "measured": pl.Float64,
+            "tp": pl.Int64,
+            "pp": pl.Int64,
+            "input_tokens": pl.Int64,
+            "output_tokens": pl.Int64,
+            "id": pl.String,
+            "metric": pl.String,
+        },
+    )
+    estimated_ = _finite("estimated")
+    ratio = pl.when(estimated_ != 0).then(_finite(estimated_ / pl.col("measured")))
+    return (
+        frame.with_columns(estimated=estimated_)
+        .with_columns(ratio=ratio)
+        .select(
+            "id",
+            "metric",
+            "measured",
+            "estimated",
+            "ratio",
+            *[c for c in frame.columns if c not in ("id", "metric", "measured", "estimated")],
+        )
+    )
+
+
+def compare(
+    measurements: list[Measurement], profile: str | Profile = "default", catalog: Catalog | None = None
+) -> pl.DataFrame:
+    """One row per measurement: id, metric, measured, estimated, ratio (estimated / measured), and
+    the configuration it was estimated as."""
+    catalog = catalog or load_catalog()
+    prof = catalog.profile(profile) if isinstance(profile, str) else profile
+    ev = Evaluator.build(measurements, prof, catalog)
+    out = ev.evaluate(prof)
+    return comparison_frame(ev.measurements, out["estimated"], out)
+
+
+def summary(comparison: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Per `by` (metric or source): count, median and 90th-percentile absolute error, median ratio."""
+    err = (pl.col("ratio") - 1).abs()
+    return (
+        comparison.filter(pl.col("ratio").is_not_null())
+        .group_by(by)
+        .agg(
+            pl.len().alias("rows"),
+            err.median().alias("median_abs_error"),
+            err.quantile(0.9).alias("p90_abs_error"),
+            pl.col("ratio").median().alias("median_ratio"),
+        )
+        .sort(by)
+    )

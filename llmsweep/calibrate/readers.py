@@ -1,0 +1,381 @@
+"""Files -> measurements: the measured-dev.csv schema (see shared/reference/README.md), vLLM's
+`benchmark_serving` JSON results and llama.cpp `llama-bench -o json|csv` output. Every row is either
+mapped to a configuration or listed with the reason it was not; nothing is dropped silently."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+from llmsweep.calibrate.measurement import (
+    ASSUMED_TOKENS,
+    KNOWN,
+    METRICS,
+    PLACEHOLDER_GPU,
+    REQUIRED,
+    Measurement,
+    ReadResult,
+    not_estimable,
+)
+from llmsweep.catalog import Catalog, load_catalog
+from llmsweep.errors import LlmsweepError
+from llmsweep.grid import MAX
+
+# Sanity limits: larger values are typos (or hostile), and would overflow the estimator's integers.
+MAX_TOKENS = 100_000_000
+MAX_BATCH = 10_000_000
+MAX_GPUS = 65_536
+
+
+class RowError(ValueError):
+    """One row cannot be used; the message names the field and what is wrong with it."""
+
+
+def _text(row: dict, key: str) -> str:
+    """A field as stripped text ('' when absent); numbers from JSON are written as text."""
+    value = row.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise RowError(f"{key} {value!r} is not a single value")
+    return str(value).strip()
+
+
+def _float(text: str, key: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise RowError(f"{key} {text!r} is not a number") from None
+
+
+def _int(row: dict, key: str, default: int | None = None, minimum: int = 0, maximum: int = MAX_TOKENS) -> int:
+    """A whole number in [minimum, maximum]; blank = `default` (an error when there is none)."""
+    text = _text(row, key)
+    if not text:
+        if default is None:
+            raise RowError(f"{key} is empty")
+        return default
+    value = _float(text, key)
+    if not math.isfinite(value):
+        raise RowError(f"{key} {text!r} is not a finite number")
+    if value != int(value):
+        raise RowError(f"{key} {text!r} is not a whole number")
+    if not minimum <= value <= maximum:
+        raise RowError(f"{key} {text!r} must be between {minimum:,} and {maximum:,}")
+    return int(value)
+
+
+def _number(row: dict, key: str) -> float:
+    """A positive, finite number (a measured value)."""
+    text = _text(row, key)
+    if not text:
+        raise RowError(f"{key} is empty")
+    value = _float(text, key)
+    if not math.isfinite(value):
+        raise RowError(f"{key} {text!r} is not a finite number")
+    if value <= 0:
+        raise RowError(f"{key} {text!r} must be a positive number")
+    return value
+
+
+def _rate(row: dict, key: str) -> float | None:
+    """Requests/s: blank = None (closed loop); `inf` = every request at once (closed loop too)."""
+    text = _text(row, key)
+    if not text:
+        return None
+    value = _float(text, key)
+    if math.isnan(value) or value <= 0:
+        raise RowError(f"{key} {text!r} must be a positive number of requests per second (or inf)")
+    return value
+
+
+class _Names:
+    """The catalog's name resolution, remembered per name: a file repeats the same few names, and
+    an unknown one costs a did-you-mean search."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.seen: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+
+    def __call__(self, kind: str, name: str) -> str:
+        key = (kind, name)
+        if key not in self.seen:
+            try:
+                rid = getattr(self.catalog, f"resolve_{kind}")(name).id
+                if kind == "model":
+                    self.catalog.model(rid)  # a local config.json must load
+                self.seen[key] = (rid, None)
+            except LlmsweepError as e:
+                self.seen[key] = (None, str(e))
+        rid, problem = self.seen[key]
+        if problem is not None:
+            raise RowError(problem)
+        return rid  # type: ignore[return-value]
+
+
+def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
+    metric, unit = _text(row, "metric"), _text(row, "unit")
+    if (metric, unit) not in METRICS:
+        raise RowError(f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates")
+    column, scale = METRICS[(metric, unit)]
+    notes = []
+    gpu = _text(row, "gpu")
+    if gpu in ("", "n/a") and column == "model_weight_bytes":
+        gpu = PLACEHOLDER_GPU
+        notes.append("weights only (no GPU named)")
+    if not gpu:
+        raise RowError("gpu is empty")
+    model = _text(row, "model")
+    if not model:
+        raise RowError("model is empty")
+    precision = _text(row, "weight_precision")
+    if precision in ("", "unknown"):
+        raise RowError("weight precision not stated")
+    kv = _text(row, "kv_precision")
+    kv = "auto" if kv in ("", "unknown") else names("precision", kv)
+    batch: int | str = _int(row, "batch", minimum=1, maximum=MAX_BATCH) if _text(row, "batch") else MAX
+    if batch == MAX:
+        notes.append("batch not stated: the largest that fits")
+    lengths = []
+    for key in ("input_len", "output_len"):
+        if not _text(row, key):
+            notes.append(f"{key} not stated: {ASSUMED_TOKENS} assumed")
+        lengths.append(_int(row, key, ASSUMED_TOKENS))
+    if lengths == [0, 0]:
+        raise RowError("input_len and output_len are both 0")
+    measured = _number(row, "value") * scale
+    if not math.isfinite(measured):
+        raise RowError(f"value {_text(row, 'value')!r} is too large")
+    m = Measurement(
+        id=rid,
+        source=_text(row, "source"),
+        gpu=names("gpu", gpu),
+        model=names("model", model),
+        precision=names("precision", precision),
+        kv_precision=kv,
+        tp=_int(row, "tp", 1, minimum=1, maximum=MAX_GPUS),
+        pp=_int(row, "pp", 1, minimum=1, maximum=MAX_GPUS),
+        batch=batch,
+        input_tokens=lengths[0],
+        output_tokens=lengths[1],
+        metric=metric,
+        column=column,
+        measured=measured,
+        assumptions="; ".join(notes),
+        engine=_text(row, "framework"),
+        request_rate=_rate(row, "request_rate"),
+        dp_attention=_int(row, "dp_attention", 1, minimum=1, maximum=MAX_GPUS),
+        ep=_int(row, "ep", 1, minimum=1, maximum=MAX_GPUS),
+        moe_tp=_int(row, "moe_tp", 1, minimum=1, maximum=MAX_GPUS),
+    )
+    reason = not_estimable(m)
+    if reason:
+        raise RowError(reason)
+    return m
+
+
+# A row is a dict of fields, or the text of the problem that kept a record from becoming one.
+Row = tuple[str, dict | str]
+
+
+def _rows_to_result(rows: list[Row], catalog: Catalog) -> ReadResult:
+    result, names = ReadResult(), _Names(catalog)
+    for rid, row in rows:
+        try:
+            if isinstance(row, str):
+                raise RowError(row)
+            result.measurements.append(_measurement(names, row, rid))
+        except (ValueError, LlmsweepError) as e:
+            result.skipped.append({"id": rid, "reason": str(e)})
+    return result
+
+
+def _read_measured_csv(path: Path, rows: list[Row], fields: list[str], catalog: Catalog) -> ReadResult:
+    missing = [k for k in REQUIRED if k not in fields]
+    if missing:
+        raise LlmsweepError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected the measured-dev.csv schema "
+            f"({', '.join(REQUIRED)}), llama-bench CSV or vLLM benchmark_serving JSON"
+        )
+    result = _rows_to_result(rows, catalog)
+    unknown = [f for f in fields if f not in KNOWN]
+    if unknown:
+        result.notes.append(f"{path}: ignored unknown column(s) {', '.join(unknown)}")
+    return result
+
+
+# llama-bench's model_type spells GGUF types as "Q4_K - Medium", "Q8_0", "F16".
+_GGUF_TYPE = re.compile(r"\b(Q\d_K)\s*-\s*(Small|Medium|Large)\b|\b(Q\d_K|Q\d_\d|BF16|F16|F32)\b", re.I)
+
+
+def _gguf_precision(model_type: str) -> str:
+    m = _GGUF_TYPE.search(model_type or "")
+    if not m:
+        return ""
+    if m.group(1):
+        return f"{m.group(1).lower()}_{m.group(2)[0].lower()}"
+    return {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}.get(m.group(3).lower(), m.group(3).lower())
+
+
+def _llama_bench_rows(records: list, defaults: dict) -> list[Row]:
+    """llama-bench `-o json|csv`: one record per test; n_prompt > 0 is a prompt test (pp), else a
+    generation test (tg); avg_ts is tokens/s. The model id is not in the file: --model gives it."""
+    out: list[Row] = []
+    for i, r in enumerate(records, start=1):
+        rid = f"{defaults.get('prefix', 'llama-bench')}-{i}"
+        if isinstance(r, str):  # the problem that kept the record from being read
+            out.append((rid, r))
+            continue
+        try:
+            n_prompt, n_gen = _int(r, "n_prompt", 0), _int(r, "n_gen", 0)
+            model_type, type_k = _text(r, "model_type"), _text(r, "type_k") or "f16"
+            commit, gpu_info = _text(r, "build_commit") or "unknown build", _text(r, "gpu_info")
+        except RowError as e:
+            out.append((rid, str(e)))
+            continue
+        prefill = n_prompt > 0 and n_gen == 0
+        out.append(
+            (
+                rid,
+                {
+                    "source": f"llama-bench ({commit})",
+                    "gpu": defaults.get("gpu") or gpu_info,
+                    "tp": 1,
+                    "pp": defaults.get("pp", 1),
+                    "model": defaults.get("model") or "",
+                    "weight_precision": defaults.get("precision") or _gguf_precision(model_type),
+                    "kv_precision": {"f16": "fp16", "q8_0": "q8_0", "q4_0": "q4_0"}.get(type_k, "fp16"),
+                    "batch": 1,
+                    "input_len": n_prompt if prefill else 0,
+                    "output_len": 0 if prefill else n_gen,
+                    "metric": "prefill_tok_s" if prefill else "decode_tok_s_per_seq",
+                    "value": r.get("avg_ts"),
+                    "unit": "tok/s",
+                    "framework": "llama.cpp (llama-bench)",
+                },
+            )
+        )
+    return out
+
+
+def _mean_tokens(data: dict, key: str, completed: int) -> int:
+    total = _int(data, key, maximum=MAX_TOKENS * 1_000_000)
+    return round(total / completed)
+
+
+def _vllm_rows(data: dict, defaults: dict, name: str) -> list[Row]:
+    """vLLM `benchmark_serving.py --save-result` JSON: one run; its mean TTFT/TPOT and output
+    throughput at the run's concurrency (`max_concurrency`; else --batch; else the largest batch
+    that fits) and its `request_rate`. The GPU is not in the file: --gpu gives it."""
+    metrics = [
+        (key, metric, unit)
+        for key, metric, unit in (
+            ("mean_ttft_ms", "ttft_ms", "ms"),
+            ("mean_tpot_ms", "tpot_ms", "ms"),
+            ("output_throughput", "output_throughput_tok_s", "tok/s"),
+        )
+        if data.get(key) is not None
+    ]
+    try:
+        completed = _int(data, "completed", 0) or _int(data, "num_prompts", 0)
+        if not completed:
+            raise RowError("completed is 0 or missing: no request finished, so the mean lengths are unknown")
+        lengths = {k: _mean_tokens(data, f"total_{k}_tokens", completed) for k in ("input", "output")}
+        concurrency = str(defaults.get("batch") or "")
+        if _text(data, "max_concurrency"):  # closed loop at this many requests in flight
+            concurrency = str(_int(data, "max_concurrency", minimum=1, maximum=MAX_BATCH))
+        request_rate, backend = _text(data, "request_rate"), _text(data, "backend") or "vllm"
+        model = defaults.get("model") or _text(data, "model_id")
+    except RowError as e:
+        return [(f"{name}:{metric}", str(e)) for _, metric, _ in metrics]
+    base = {
+        "source": f"vLLM benchmark_serving {name}",
+        "gpu": defaults.get("gpu") or "",
+        "tp": defaults.get("tp", 1),
+        "pp": defaults.get("pp", 1),
+        "model": model,
+        "weight_precision": defaults.get("precision") or "bf16",
+        "kv_precision": "",
+        "batch": concurrency,
+        "input_len": lengths["input"],
+        "output_len": lengths["output"],
+        "request_rate": request_rate,
+        "framework": f"vLLM ({backend})",
+    }
+    return [
+        (f"{name}:{metric}", {**base, "metric": metric, "value": data[key], "unit": unit})
+        for key, metric, unit in metrics
+    ]
+
+
+def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict | None = None) -> ReadResult:
+    """Read measurements from a measured-dev.csv-style CSV, a llama-bench JSON/CSV or a vLLM
+    benchmark_serving JSON (detected from the content). `defaults` supplies what a format does not
+    record (gpu, model, precision, tp, pp, batch)."""
+    catalog, defaults, p = catalog or load_catalog(), defaults or {}, Path(path)
+    try:
+        text = p.read_text("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
+    except FileNotFoundError:
+        raise LlmsweepError(f"{path}: file not found") from None
+    except UnicodeDecodeError as e:
+        raise LlmsweepError(
+            f"{path}: not UTF-8 text (byte {e.start + 1} is not valid UTF-8); save it as UTF-8 (Excel: 'CSV UTF-8')"
+        ) from None
+    except OSError as e:
+        raise LlmsweepError(f"{path}: cannot read measurements: {e.strerror or e}") from None
+    if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise LlmsweepError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+        except (ValueError, RecursionError) as e:  # an integer too long to read, nesting too deep
+            raise LlmsweepError(f"{path}: invalid JSON: {e}") from None
+        if isinstance(data, list) and any(isinstance(r, dict) and "avg_ts" in r for r in data):
+            needs = [k for k in ("model",) if not defaults.get(k)]
+            if needs:
+                raise LlmsweepError(f"{path}: llama-bench results do not name the Hugging Face model; give --model")
+            records = [r if isinstance(r, dict) else "record is not a JSON object" for r in data]
+            return _rows_to_result(_llama_bench_rows(records, {**defaults, "prefix": p.stem}), catalog)
+        if isinstance(data, dict) and ("output_throughput" in data or "mean_ttft_ms" in data):
+            if not defaults.get("gpu"):
+                raise LlmsweepError(f"{path}: vLLM results do not name the GPU; give --gpu")
+            return _rows_to_result(_vllm_rows(data, defaults, p.name), catalog)
+        raise LlmsweepError(f"{path}: not a llama-bench (-o json) or vLLM benchmark_serving result")
+    fields, rows = _csv_rows(p, text)
+    if "avg_ts" in fields and "n_prompt" in fields:
+        if not defaults.get("model"):
+            raise LlmsweepError(f"{path}: llama-bench results do not name the Hugging Face model; give --model")
+        return _rows_to_result(_llama_bench_rows([r for _, r in rows], {**defaults, "prefix": p.stem}), catalog)
+    return _read_measured_csv(p, rows, fields, catalog)
+
+
+def _csv_rows(path: Path, text: str) -> tuple[list[str], list[Row]]:
+    """(header, [(row id or "line N", fields or the row's problem)]); a header that cannot be read
+    is a whole-file error."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[Row] = []
+    try:
+        header = [h.strip() for h in next(reader, [])]
+        doubled = sorted({h for h in header if h and header.count(h) > 1})
+        if doubled:
+            raise LlmsweepError(f"{path}: column(s) {', '.join(doubled)} appear more than once in the header")
+        for values in reader:
+            if not any(v.strip() for v in values):
+                continue  # a blank line
+            row = dict(zip(header, values, strict=False))
+            rid = (row.get("id") or "").strip() or f"line {reader.line_num}"
+            extra = [v for v in values[len(header) :] if v.strip()]
+            rows.append((rid, f"has {len(extra)} more value(s) than the header has columns" if extra else row))
+    except csv.Error as e:
+        raise LlmsweepError(f"{path}:{reader.line_num}: not a readable CSV file: {e}") from None
+    return header, rows
+
+
+def read_measurements(path: str | Path, catalog: Catalog | None = None) -> tuple[list[Measurement], list[dict]]:
+    """(rows mapped to configurations, [{id, reason}] for rows that could not be mapped)."""
+    result = read_file(path, catalog)
+    return result.measurements, result.skipped
