@@ -95,10 +95,25 @@ def f_value(v, column: str) -> str:
     return str(v) if isinstance(v, str) else f_num(v)
 
 
+_MD_ESCAPES = (
+    ("\\", "\\\\"),  # first: a user's backslash must not cancel the escapes below
+    ("&", "&amp;"),  # no entities (&#33; is "!")
+    ("<", "&lt;"),  # no raw HTML (<img>), no <https://...> autolinks
+    (">", "&gt;"),
+    ("[", "\\["),  # no links or images: ![x](https://...), [x](javascript:...), [x]: url
+    ("]", "\\]"),
+    ("|", "\\|"),  # no extra table cells
+    ("\r\n", " "),
+    ("\r", " "),  # no new lines (headings, quotes, lists)
+    ("\n", " "),
+)
+
+
 def f_md(v) -> str:
-    """Escape text for a Markdown table cell: no HTML, no pipes."""
+    """Escape text for Markdown (a table cell or a line): no HTML, no links or images (nothing a
+    viewer would fetch), no pipes or line breaks. Every user-derived string in report.md passes here."""
     text = str(v)
-    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("\n", " ")):
+    for a, b in _MD_ESCAPES:
         text = text.replace(a, b)
     return text
 
