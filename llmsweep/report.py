@@ -361,7 +361,9 @@ def _render(template: str, context: dict, template_dir_override, html: bool) -> 
         return environment(template_dir_override, html).get_template(template).render(**context)
     except jinja2.TemplateNotFound as e:
         where = _template_line(e, "")
-        missing = f"template {e.name!r} is not in {folder}" + (" or the packaged templates" if template_dir_override else "")
+        missing = f"template {e.name!r} is not in {folder}" + (
+            " or the packaged templates" if template_dir_override else ""
+        )
         raise LlmsweepError(f"{where}: {missing}" if where else missing) from e
     except UnicodeDecodeError as e:
         raise LlmsweepError(f"{_loader_file(e) or folder}: the template is not UTF-8 text ({e.reason})") from e

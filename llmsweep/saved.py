@@ -101,7 +101,9 @@ def read_frame(path: Path, columns: tuple[str, ...], required: tuple[str, ...]) 
         raise _unreadable(path, e) from None
     if rows == 0 and path.name != "plan.parquet":
         raise LlmsweepError(f"{path}: holds no configurations; a run writes at least one row")
-    empty = [f"column {n} has {k:,} missing value{'s' if k != 1 else ''}" for n, k in zip(required, nulls) if k]
+    empty = [
+        f"column {n} has {k:,} missing value{'s' if k != 1 else ''}" for n, k in zip(required, nulls, strict=True) if k
+    ]
     if empty:
         raise _problems(path, empty)
     return frame
