@@ -120,8 +120,10 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
             ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(col.unit) if col else None)
         ws.freeze_panes(2, 0)
         # constant_memory writes row by row: the names, then the units, then the data
-        ws.write_row(0, 0, frame.columns, bold)
-        ws.write_row(1, 0, [col.unit if col else "" for col in cols], unit_fmt)
+        for j, n in enumerate(frame.columns):  # text cells, never formulas
+            ws.write_string(0, j, n, bold)
+        for j, col in enumerate(cols):
+            ws.write_string(1, j, col.unit if col else "", unit_fmt)
         for i, row in enumerate(frame.iter_rows(), start=2):
             for j, v in enumerate(row):
                 if v is None or (isinstance(v, float) and not math.isfinite(v)):

@@ -39,8 +39,8 @@ def load(estimates: str | Path) -> Saved:
     """Read and check the results a run saved beside `estimates` (its estimates.parquet)."""
     path = Path(estimates)
     folder = path.parent
+    frame = read_frame(path, EXPORTED, REQUIRED_VALUES)  # first: the file the user named
     manifest = read_manifest(folder / "manifest.json")
-    frame = read_frame(path, EXPORTED, REQUIRED_VALUES)
     plan_path = folder / "plan.parquet"
     options = pl.DataFrame()
     if plan_path.exists():
