@@ -474,6 +474,9 @@ def test_markdown_in_names_is_shown_as_text(hostile_run):
     assert "<img" not in text and "<" not in rest.replace("&lt;", "")
     assert "# Title !\\[x\\](https://evil.example/t.png) \\[link\\](javascript:alert(1)) &lt;img" in text
     assert "(license \\[terms\\](javascript:alert(1)) !\\[p\\](https://evil.example/l.png))" in text
+    for svg in (hostile_run / "charts").glob("*.svg"):  # names are SVG text, never an image or a link
+        chart = svg.read_text()
+        assert "<image" not in chart and "href" not in chart and "<img" not in chart, svg.name
 
 
 def test_safe_csv_frame():
