@@ -169,7 +169,8 @@ TEMPLATE_DIR = click.option(
     "--template-dir",
     type=click.Path(file_okay=False, exists=True),
     default=None,
-    help="Folder of jinja2 templates that replace the packaged ones (same names).",
+    help="Folder of jinja2 templates that replace the packaged ones (same names). A template folder is "
+    "code: use only one you trust (templates run in jinja2's sandbox, which limits but does not remove the risk).",
 )
 
 
@@ -249,6 +250,10 @@ def validate(sweep, max_rows):
 @_errors_to_exit
 def report(estimates, fmt, template_dir):
     """Render report.html / report.md again from saved results, without recomputing.
+
+    ESTIMATES is the estimates.parquet a run wrote; manifest.json must sit beside it (and
+    plan.parquet, for the recommendations). Each report is replaced whole, or left as it was
+    when anything fails.
 
     \b
     Examples:

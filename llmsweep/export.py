@@ -9,6 +9,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
@@ -35,9 +36,35 @@ _XLSX_FORMATS = {
 }
 
 
-def write_csv(frame: pl.LazyFrame, path: Path) -> None:
-    """Plain numbers (full precision), a header of documented column names, true/false, empty = null."""
-    frame.sink_csv(path, include_header=True, null_value="")
+# Cells a spreadsheet reads as a formula (OWASP "CSV injection"): = + - @, and tab / carriage return,
+# which some spreadsheets skip before looking for one of those.
+FORMULA_START = r"^[=+\-@\t\r]"
+_TEXT_DTYPES = (pl.String, pl.Categorical, pl.Enum)
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
+
+
+def safe_csv_frame(frame: Frame) -> Frame:
+    """`frame` with every text cell that a spreadsheet would run as a formula (it starts with
+    = + - @, a tab or a carriage return) prefixed with an apostrophe, so a GPU or model named
+    `=HYPERLINK(...)` opens as text. Only text columns change (they become String): numbers such
+    as -1.5 in numeric columns stay numbers. Use it for every CSV a person may open."""
+    schema = frame.collect_schema() if isinstance(frame, pl.LazyFrame) else frame.schema
+    text = [name for name, dtype in schema.items() if isinstance(dtype, _TEXT_DTYPES)]
+    if not text:
+        return frame
+    return frame.with_columns(
+        pl.when(pl.col(n).cast(pl.String).str.contains(FORMULA_START))
+        .then(pl.lit("'") + pl.col(n).cast(pl.String))
+        .otherwise(pl.col(n).cast(pl.String))
+        .alias(n)
+        for n in text
+    )
+
+
+def write_csv(frame: pl.LazyFrame | pl.DataFrame, path: Path) -> None:
+    """Plain numbers (full precision), a header of documented column names, true/false, empty = null;
+    text cells that a spreadsheet would run as formulas are neutralised (`safe_csv_frame`)."""
+    safe_csv_frame(frame.lazy()).sink_csv(path, include_header=True, null_value="")
 
 
 def write_parquet(frame: pl.LazyFrame, path: Path) -> None:
@@ -67,8 +94,10 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
             ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(col.unit) if col else None)
         ws.freeze_panes(2, 0)
         # constant_memory writes row by row: the names, then the units, then the data
-        ws.write_row(0, 0, frame.columns, bold)
-        ws.write_row(1, 0, [col.unit if col else "" for col in cols], unit_fmt)
+        for j, n in enumerate(frame.columns):  # text cells, never formulas
+            ws.write_string(0, j, n, bold)
+        for j, col in enumerate(cols):
+            ws.write_string(1, j, col.unit if col else "", unit_fmt)
         for i, row in enumerate(frame.iter_rows(), start=2):
             for j, v in enumerate(row):
                 if v is None or (isinstance(v, float) and not math.isfinite(v)):

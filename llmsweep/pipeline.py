@@ -204,35 +204,39 @@ def rerender(
     estimates: str | Path, formats: Sequence[str] = REPORT_FORMATS, template_dir: str | Path | None = None
 ) -> list[Path]:
     """Render the reports again from saved results (estimates.parquet + manifest.json beside it),
-    without recomputing. Each file is replaced whole."""
-    import json
+    without recomputing. The saved files are checked first (`saved.load`); the reports are
+    rendered into a temporary folder and each replaces its old copy only once all rendered."""
     import os
     import shutil
     import tempfile
 
+    from llmsweep import saved
+
     path = Path(estimates)
     folder = path.parent
+    results = saved.load(path)
     try:
-        manifest_data = json.loads((folder / "manifest.json").read_text("utf-8"))
-        table = pl.scan_parquet(path)
-        table.collect_schema()
-    except FileNotFoundError as e:
-        raise LlmsweepError(
-            f"{e.filename}: not found; `report` needs the estimates.parquet and manifest.json a run wrote"
-        ) from None
-    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-        raise LlmsweepError(f"{path}: cannot read saved results: {e}") from None
-    plan_path = folder / "plan.parquet"
-    options = pl.read_parquet(plan_path) if plan_path.exists() else pl.DataFrame()
-    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
+        tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
+    except OSError as e:
+        raise LlmsweepError(f"{folder}: cannot write the reports there: {e.strerror or e}") from None
     try:
-        written = write_reports(tmp, table, options, manifest_data, formats, template_dir)
+        try:
+            written = write_reports(tmp, results.frame, results.options, results.manifest, formats, template_dir)
+        except (LlmsweepError, OSError, MemoryError):
+            raise
+        except Exception as e:  # data the checks let through but the report cannot show
+            raise LlmsweepError(
+                f"{folder}: cannot render a report from the saved results ({type(e).__name__}: {e}); "
+                "they were not written by llmsweep run (or by a different version)"
+            ) from e
         if (tmp / "charts").is_dir():
             shutil.rmtree(folder / "charts", ignore_errors=True)
             os.replace(tmp / "charts", folder / "charts")
         for rel in written:
             if not rel.startswith("charts/"):
                 os.replace(tmp / rel, folder / rel)
+    except OSError as e:
+        raise LlmsweepError(f"{folder}: cannot write the reports there: {e.strerror or e}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [folder / rel for rel in written]

@@ -96,10 +96,25 @@ def f_value(v, column: str) -> str:
     return str(v) if isinstance(v, str) else f_num(v)
 
 
+_MD_ESCAPES = (
+    ("\\", "\\\\"),  # first: a user's backslash must not cancel the escapes below
+    ("&", "&amp;"),  # no entities (&#33; is "!")
+    ("<", "&lt;"),  # no raw HTML (<img>), no <https://...> autolinks
+    (">", "&gt;"),
+    ("[", "\\["),  # no links or images: ![x](https://...), [x](javascript:...), [x]: url
+    ("]", "\\]"),
+    ("|", "\\|"),  # no extra table cells
+    ("\r\n", " "),
+    ("\r", " "),  # no new lines (headings, quotes, lists)
+    ("\n", " "),
+)
+
+
 def f_md(v) -> str:
-    """Escape text for a Markdown table cell: no HTML, no pipes."""
+    """Escape text for Markdown (a table cell or a line): no HTML, no links or images (nothing a
+    viewer would fetch), no pipes or line breaks. Every user-derived string in report.md passes here."""
     text = str(v)
-    for a, b in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("\n", " ")):
+    for a, b in _MD_ESCAPES:
         text = text.replace(a, b)
     return text
 
@@ -304,11 +319,15 @@ def template_dir() -> Path:
 
 
 def environment(template_dir_override: str | Path | None, html: bool) -> jinja2.Environment:
+    """Templates run in jinja2's immutable sandbox: a team's --template-dir cannot reach Python
+    internals or change the context. (It is still code someone wrote: it can loop for ever.)"""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
     folder = Path(template_dir_override) if template_dir_override else template_dir()
     loaders = [jinja2.FileSystemLoader(str(folder))]
     if template_dir_override:  # a team's folder may restyle only some templates
         loaders.append(jinja2.FileSystemLoader(str(template_dir())))
-    env = jinja2.Environment(
+    env = ImmutableSandboxedEnvironment(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=html,
@@ -320,13 +339,54 @@ def environment(template_dir_override: str | Path | None, html: bool) -> jinja2.
     return env
 
 
+def _template_line(error: BaseException, fallback: str) -> str:
+    """`file:line` of the template line that failed: jinja2 puts the template's file and line into
+    the traceback frames of the code it compiled."""
+    if isinstance(error, jinja2.TemplateSyntaxError) and error.filename:
+        return f"{error.filename}:{error.lineno}"
+    where = fallback
+    tb = error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name.endswith(".j2") or (not name.endswith(".py") and Path(name).is_file()):
+            where = f"{name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
+
+
+def _loader_file(error: BaseException) -> str | None:
+    """The file jinja2's loader was reading when `error` happened."""
+    found, tb = None, error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_locals.get("filename")
+        if tb.tb_frame.f_code.co_filename.endswith("loaders.py") and isinstance(name, str):
+            found = name
+        tb = tb.tb_next
+    return found
+
+
 def _render(template: str, context: dict, template_dir_override, html: bool) -> str:
+    """Render one template; every failure, ours or a --template-dir one's, becomes a LlmsweepError
+    naming the template file and line."""
+    folder = template_dir_override or template_dir()
     try:
         return environment(template_dir_override, html).get_template(template).render(**context)
     except jinja2.TemplateNotFound as e:
-        raise LlmsweepError(f"template {e.name!r} not found in {template_dir_override or template_dir()}") from None
+        where = _template_line(e, "")
+        missing = f"template {e.name!r} is not in {folder}" + (
+            " or the packaged templates" if template_dir_override else ""
+        )
+        raise LlmsweepError(f"{where}: {missing}" if where else missing) from e
+    except UnicodeDecodeError as e:
+        raise LlmsweepError(f"{_loader_file(e) or folder}: the template is not UTF-8 text ({e.reason})") from e
+    except OSError as e:
+        raise LlmsweepError(f"{e.filename or folder}: cannot read the template: {e.strerror or e}") from e
     except jinja2.TemplateError as e:
-        raise LlmsweepError(f"template error in {template}: {e}") from None
+        where = _template_line(e, str(Path(folder) / template))
+        raise LlmsweepError(f"{where}: template error: {e.message or type(e).__name__}") from e
+    except Exception as e:  # raised inside a template: 1 / 0, a filter given the wrong thing ...
+        where = _template_line(e, str(Path(folder) / template))
+        raise LlmsweepError(f"{where}: the template raised {type(e).__name__}: {e}") from e
 
 
 def vega_bundle() -> str:

@@ -102,10 +102,10 @@ ROW_CASES = [
     ("model-empty", {"model": ""}, "model is empty"),
     ("rate-negative", {"request_rate": "-1"}, "request_rate '-1' must be a positive number of requests per second"),
     ("rate-open-loop", {"request_rate": "2.5", "batch": ""}, "open-loop request rate: not estimated yet"),
-    ("dp-attention", {"dp_attention": "2"}, "layout (attention data parallel / expert parallel) not representable yet"),
-    ("expert-parallel", {"ep": "4"}, "layout (attention data parallel / expert parallel) not representable yet"),
+    ("expert-parallel", {"ep": "4"}, "layout: moe_tp x ep must equal tp x dp_attention"),
+    ("dp-attention-zero", {"dp_attention": "0"}, "dp_attention '0' must be between 1 and 65,536"),
     ("ep-text", {"ep": "four"}, "ep 'four' is not a number"),
-    ("moe-tp-zero", {"moe_tp": "0"}, "moe_tp '0' must be between 1 and 65,536"),
+    ("moe-tp-negative", {"moe_tp": "-1"}, "moe_tp '-1' must be between 0 and 65,536"),
 ]
 
 

@@ -18,11 +18,14 @@ PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "laye
 # The configuration of a measurement: measurements that share it share one estimator row.
 KEY = (
     "gpu",
+    "engine",
     "model",
     "precision",
     "kv_precision",
     "tp",
     "pp",
+    "ep",
+    "dp_attention",
     "input_tokens",
     "output_tokens",
     "batch",
@@ -38,11 +41,14 @@ def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "gpu": [m.gpu for m in ms],
+            "engine": [m.engine for m in ms],
             "model": [m.model for m in ms],
             "precision": [m.precision for m in ms],
             "kv_precision": [m.kv_precision for m in ms],
             "tp": [m.tp for m in ms],
             "pp": [m.pp for m in ms],
+            "ep": [m.ep for m in ms],
+            "dp_attention": [m.dp_attention for m in ms],
             "input_tokens": [m.input_tokens for m in ms],
             "output_tokens": [m.output_tokens for m in ms],
             "batch": [1 if m.batch == MAX else int(m.batch) for m in ms],
@@ -63,17 +69,18 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
     """The distinct configurations of `keys`, joined with GPU, model, precision and link facts and
     the profile's parameters, the way grid.py builds a grid (one small table per entity)."""
     keys = keys.select(KEY).unique(maintain_order=True)
-    gpus, models, precisions, kvs, tps = (
-        keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "model", "precision", "kv_precision", "tp")
+    gpus, engines, models, precisions, kvs, tps, dps = (
+        keys[k].unique(maintain_order=True).to_list()
+        for k in ("gpu", "engine", "model", "precision", "kv_precision", "tp", "dp_attention")
     )
     rates, kv = precision_tables(catalog, gpus, precisions, kvs)
     return (
         keys.lazy()
-        .join(gpu_table(catalog, gpus, profile), on="gpu", **_LEFT)
+        .join(gpu_table(catalog, gpus, profile, engines), on=["gpu", "engine"], **_LEFT)
         .join(model_table(catalog, models), on="model", **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["precision", "kv_precision"], **_LEFT)
-        .join(link_table(catalog, gpus, tps), on=["gpu", "tp"], **_LEFT)
+        .join(link_table(catalog, gpus, tps, dps), on=["gpu", "tp", "dp_attention"], **_LEFT)
         .collect()
     )
 
@@ -115,15 +122,20 @@ class Evaluator:
         """Each measurement's GPU family."""
         return self.base["gpu_family"].cast(pl.String).to_list() if self.measurements else []
 
+    @property
+    def engines(self) -> list[str]:
+        """Each measurement's engine."""
+        return self.base["engine"].cast(pl.String).to_list() if self.measurements else []
+
     def evaluate(self, profile: Profile) -> pl.DataFrame:
         """Per measurement: `estimated` (SI units; null where there is no finite estimate) and `fits`."""
         if not self.measurements:
             return pl.DataFrame(schema={"estimated": pl.Float64, "fits": pl.Boolean})
-        families = self.configs["gpu_family"].unique().to_list()
-        effs = {f: profile.for_family(f).model_dump() for f in families}
+        pair = pl.concat_str(pl.col("gpu_family").cast(pl.String), pl.lit("|"), pl.col("engine").cast(pl.String))
+        pairs = self.configs.select(pair.unique()).to_series().to_list()
+        effs = {p: profile.for_family(*p.split("|", 1)).model_dump() for p in pairs}
         swap = [
-            pl.col("gpu_family")
-            .replace_strict({f: e[n] for f, e in effs.items()}, default=getattr(profile.defaults, n))
+            pair.replace_strict({p: e[n] for p, e in effs.items()}, default=getattr(profile.defaults, n))
             .cast(self.configs.schema[n])
             .alias(n)
             for n in Efficiency.model_fields
@@ -176,6 +188,8 @@ def comparison_frame(
             "kv_precision": [m.kv_precision for m in ms],
             "tp": [m.tp for m in ms],
             "pp": [m.pp for m in ms],
+            "ep": [m.ep for m in ms],
+            "dp_attention": [m.dp_attention for m in ms],
             "batch": [str(m.batch) for m in ms],
             "input_tokens": [m.input_tokens for m in ms],
             "output_tokens": [m.output_tokens for m in ms],
@@ -188,6 +202,8 @@ def comparison_frame(
             "measured": pl.Float64,
             "tp": pl.Int64,
             "pp": pl.Int64,
+            "ep": pl.Int64,
+            "dp_attention": pl.Int64,
             "input_tokens": pl.Int64,
             "output_tokens": pl.Int64,
             "id": pl.String,

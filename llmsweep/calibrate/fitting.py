@@ -19,7 +19,7 @@ from llmsweep.calibrate.bands import bands
 from llmsweep.calibrate.comparison import Evaluator, comparison_frame
 from llmsweep.calibrate.measurement import Measurement, source_key
 from llmsweep.catalog import Catalog, Profile
-from llmsweep.catalog.profiles import Efficiency
+from llmsweep.catalog.profiles import Efficiency, EngineOverrides
 
 BOUNDS = {
     "bandwidth_efficiency": (0.3, 0.95),
@@ -77,7 +77,23 @@ def _loss(ev: Evaluator, estimated: pl.Series) -> float:
     return pl.select(pl.when(e > 0).then((e / m).log().pow(2)).otherwise(25.0).mean()).item()
 
 
-def _with(profile: Profile, shared: dict[str, float], families: dict[str, dict[str, float]]) -> Profile:
+def _with(
+    profile: Profile,
+    shared: dict[str, float],
+    families: dict[str, dict[str, float]],
+    engine: str | None = None,
+) -> Profile:
+    """`profile` with `shared` defaults and per-family overrides, the generic ones or (with
+    `engine`) that engine's: `families[""]` then holds the engine's own defaults."""
+    if engine is not None:
+        current = profile.engines.get(engine) or EngineOverrides()
+        defaults_ = {**current.defaults, **families.get("", {})}
+        fams = {f: {**o} for f, o in current.families.items()}
+        for fam, override in families.items():
+            if fam:
+                fams[fam] = {**fams.get(fam, {}), **override}
+        engines = {**profile.engines, engine: EngineOverrides(defaults=defaults_, families=fams)}
+        return profile.model_copy(update={"engines": dict(sorted(engines.items()))})
     defaults = Efficiency.model_validate({**profile.defaults.model_dump(), **shared})
     merged = {f: {**o} for f, o in profile.families.items()}
     for fam, override in families.items():
@@ -107,6 +123,13 @@ def _clip(name: str, v: float) -> float:
 # out-of-sample prefill error worse (38 %) than leaving it (26 %).
 SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s")
 FAMILY_PARAMS = ("bandwidth_efficiency",)
+# Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
+# enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the
+# shared values, then each engine x GPU family its own bandwidth efficiency, pulled towards the
+# engine's. The pull is a prior worth PRIOR_ROWS rows: strong for a few rows, weak for many.
+ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s")
+ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency",)
+PRIOR_ROWS = 8
 STEPS = {"bandwidth_efficiency": 0.1, "compute_efficiency": 0.1, "step_overhead_s": 0.0005, "layer_overhead_s": 0.00001}
 
 
@@ -142,6 +165,37 @@ def fit(ev: Evaluator, start: Profile, rows: list[int]) -> Profile:
             fam_loss, [getattr(eff, n) for n in FAMILY_PARAMS], [STEPS[n] for n in FAMILY_PARAMS], iterations=150
         )
         profile = _with(profile, {}, {fam: {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}})
+    return fit_engines(train, profile)
+
+
+def _shrunk_fit(ev: Evaluator, profile: Profile, engine: str, family: str, names: tuple[str, ...]) -> Profile:
+    """Fit `names` for `engine` (its defaults when family is "", else engine x family) on the rows
+    of `ev`, with a prior towards the values in force before, worth PRIOR_ROWS rows."""
+    start = profile.for_family(family, engine)
+    weight = PRIOR_ROWS / max(len(ev.measurements), 1)
+
+    def loss(x: list[float]) -> float:
+        params = {n: _clip(n, v) for n, v in zip(names, x, strict=True)}
+        candidate = _with(profile, {}, {family: params}, engine=engine)
+        return _loss(ev, ev.estimate_series(candidate)) + weight * _prior(start, params)
+
+    x = _nelder_mead(loss, [getattr(start, n) for n in names], [STEPS[n] for n in names], iterations=150)
+    return _with(profile, {}, {family: {n: _clip(n, v) for n, v in zip(names, x, strict=True)}}, engine=engine)
+
+
+def fit_engines(train: Evaluator, profile: Profile) -> Profile:
+    """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS), then each
+    of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent."""
+    engines, families = train.engines, train.families
+    for engine in sorted(set(engines) - {"generic"}):
+        rows = [i for i, e in enumerate(engines) if e == engine]
+        if len(rows) < MIN_FAMILY_ROWS:
+            continue
+        profile = _shrunk_fit(train.subset(rows), profile, engine, "", ENGINE_PARAMS)
+        for fam in sorted({families[i] for i in rows}):
+            fam_rows = [i for i in rows if families[i] == fam]
+            if len(fam_rows) >= MIN_FAMILY_ROWS:
+                profile = _shrunk_fit(train.subset(fam_rows), profile, engine, fam, ENGINE_FAMILY_PARAMS)
     return profile
 
 

@@ -72,7 +72,7 @@ class Measurement:
     column: str
     measured: float  # SI units
     assumptions: str
-    engine: str = ""
+    engine: str = "generic"  # an engine id (catalog/engines.py), from the `framework` text
     request_rate: float | None = None  # requests/s offered (open loop); None or inf = closed loop at `batch`
     dp_attention: int = 1  # attention data-parallel replicas
     ep: int = 1  # expert parallel
@@ -89,16 +89,18 @@ class Measurement:
         return self.batch != MAX and GROUPS.get(self.metric) in ("decode", "prefill", "throughput")
 
 
-LAYOUT_NOT_REPRESENTABLE = "layout (attention data parallel / expert parallel) not representable yet"
+LAYOUT_INCONSISTENT = (
+    "layout: moe_tp x ep must equal tp x dp_attention (the experts of a stage span its tp x dp_attention GPUs)"
+)
 OPEN_LOOP_NOT_ESTIMATED = "open-loop request rate: not estimated yet"
 
 
 def not_estimable(m: Measurement) -> str | None:
-    """Why the estimator cannot represent `m` yet, or None. The one place each gap is checked:
-    when the estimator gains attention-DP / expert-parallel layouts or the loaded (open-loop)
-    operating point, drop the matching test here and map the measurement in comparison.py."""
-    if m.dp_attention > 1 or m.ep > 1:
-        return LAYOUT_NOT_REPRESENTABLE
+    """Why the estimator cannot represent `m`, or None: the one place each gap is checked.
+    (Layouts the estimator can describe but that cannot run, such as more GPUs than one server,
+    are estimated and keep the estimator's reason.)"""
+    if m.ep > 1 and m.moe_tp * m.ep != m.tp * m.dp_attention:
+        return LAYOUT_INCONSISTENT
     if m.open_loop:
         return OPEN_LOOP_NOT_ESTIMATED
     return None

@@ -22,6 +22,7 @@ from llmsweep.calibrate.measurement import (
     not_estimable,
 )
 from llmsweep.catalog import Catalog, load_catalog
+from llmsweep.catalog.engines import engine_from_framework
 from llmsweep.errors import LlmsweepError
 from llmsweep.grid import MAX
 
@@ -166,11 +167,12 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         column=column,
         measured=measured,
         assumptions="; ".join(notes),
-        engine=_text(row, "framework"),
+        engine=engine_from_framework(_text(row, "framework")),
         request_rate=_rate(row, "request_rate"),
         dp_attention=_int(row, "dp_attention", 1, minimum=1, maximum=MAX_GPUS),
-        ep=_int(row, "ep", 1, minimum=1, maximum=MAX_GPUS),
-        moe_tp=_int(row, "moe_tp", 1, minimum=1, maximum=MAX_GPUS),
+        # 0 = not used (dense models in some sources): the same as 1
+        ep=max(_int(row, "ep", 1, minimum=0, maximum=MAX_GPUS), 1),
+        moe_tp=max(_int(row, "moe_tp", 1, minimum=0, maximum=MAX_GPUS), 1),
     )
     reason = not_estimable(m)
     if reason:
