@@ -152,7 +152,9 @@ def estimate(gpu, model, engine, precision, kv_precision, tp, pp, batch, input_t
     if fmt == "json":
         click.echo(json.dumps(result.row, indent=2, default=str))
     elif fmt == "csv":
-        click.echo(result.frame.write_csv(), nl=False)
+        from llmsweep.export import safe_csv_frame
+
+        click.echo(safe_csv_frame(result.frame).write_csv(), nl=False)
     else:
         click.echo(result.text())
 

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import TypeVar
@@ -59,6 +60,11 @@ def safe_csv_frame(frame: Frame) -> Frame:
         .alias(n)
         for n in text
     )
+
+
+def safe_cell(value: object) -> object:
+    """One cell for a CSV written outside polars: text a spreadsheet would run gets a leading '."""
+    return f"'{value}" if isinstance(value, str) and re.match(FORMULA_START, value) else value
 
 
 def write_csv(frame: pl.LazyFrame | pl.DataFrame, path: Path) -> None:

@@ -114,7 +114,9 @@ def render(kind: str, name: str | None, fmt: str) -> str:
         return json.dumps(rows if not name else rows[0], indent=2)
     if fmt == "csv":
         buf = io.StringIO()
-        flat = [{k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.items()} for r in rows]
+        from llmsweep.export import safe_cell
+
+        flat = [{k: safe_cell(json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.items()} for r in rows]
         w = csv.DictWriter(buf, fieldnames=list(flat[0]), lineterminator="\n")
         w.writeheader()
         w.writerows(flat)

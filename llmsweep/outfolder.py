@@ -43,12 +43,11 @@ class OutputFolderError(LlmsweepError):
 
 
 def check_name(name: str) -> None:
-    """A folder name is one path component: lowercase letters, digits, '.', '_', '-', not
-    starting with a dot (so never '.', '..' or '.git')."""
-    if not SAFE_NAME.match(name):
+    """An output folder is one path component that does not start with a dot (so never '.',
+    '..' or '.git'). Sweep names are stricter still (SAFE_NAME, checked in spec.py)."""
+    if not name or name.startswith(".") or any(ch in name for ch in "/\\\0"):
         raise OutputFolderError(
-            f"{name!r} is not a safe output folder name: use lowercase letters, digits, '.', '_' or '-', "
-            "not starting with '.' (e.g. chatbot-2027q1)"
+            f"{name!r} is not a safe output folder name: one folder name, not starting with '.' (e.g. chatbot-2027q1)"
         )
 
 

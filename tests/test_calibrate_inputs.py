@@ -277,20 +277,30 @@ def test_llama_bench_bad_records(tmp_path):
 # -- output files --------------------------------------------------------------------------------------------
 def test_outputs_have_runs_permissions_and_stale_fit_files_go(tmp_path):
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "profile.yaml").write_text("stale")
+    measured = write_csv(tmp_path / "m.csv", [GOOD])
+    assert invoke(measured, "-o", out).exit_code == 0
+    (out / "profile.yaml").write_text("stale")  # as an earlier --fit left them in llmsweep's folder
     (out / "out_of_sample.csv").write_text("stale")
-    (out / "keep.txt").write_text("mine")
     old = os.umask(0o027)
     try:
-        r = invoke(write_csv(tmp_path / "m.csv", [GOOD]), "-o", out)
+        r = invoke(measured, "-o", out)
     finally:
         os.umask(old)
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["comparison.csv", "keep.txt", "unmapped.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["comparison.csv", "manifest.json", "unmapped.csv"]
     assert f"removed {out / 'profile.yaml'} (from an earlier --fit)" in r.output
-    for name in ("comparison.csv", "unmapped.csv"):
+    for name in ("comparison.csv", "unmapped.csv", "manifest.json"):
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o640
+
+
+def test_a_folder_llmsweep_did_not_write_is_left_alone(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "profile.yaml").write_text("my own profile")
+    r = invoke(write_csv(tmp_path / "m.csv", [GOOD]), "-o", out)
+    assert r.exit_code == 1 and f"{out}: exists and was not written by llmsweep" in r.output
+    assert sorted(p.name for p in out.iterdir()) == ["profile.yaml"]
+    assert (out / "profile.yaml").read_text() == "my own profile"
 
 
 def test_nothing_to_compare_is_an_empty_frame(catalog):

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
+from llmsweep import __version__
 from llmsweep.calibrate.comparison import compare, summary
 from llmsweep.calibrate.fitting import FitResult, calibrate
 from llmsweep.calibrate.measurement import source_key
 from llmsweep.calibrate.readers import read_file
 from llmsweep.catalog import load_catalog
 from llmsweep.errors import LlmsweepError
+from llmsweep.export import safe_csv_frame, write_manifest
+from llmsweep.outfolder import atomic_folder
 
 
 def profile_document(result: FitResult, description: str, sources: Sequence[str]) -> dict:
@@ -53,51 +54,15 @@ def _text_table(frame: pl.DataFrame, by: str) -> list[str]:
 
 
 def _csv_text(frame: pl.DataFrame) -> str:
-    """CSV for spreadsheets: a text cell starting with = + - @ tab or CR gets a leading ' so a
-    spreadsheet shows it instead of running it as a formula (ids and sources come from the input)."""
-    risky = r"^[=+\-@\t\r]"
-    return frame.with_columns(
-        pl.when(pl.col(c).str.contains(risky)).then(pl.lit("'") + pl.col(c)).otherwise(pl.col(c)).alias(c)
-        for c, dtype in frame.schema.items()
-        if dtype == pl.String
-    ).write_csv(null_value="")
-
-
-def _write_outputs(folder: Path, outputs: dict[str, str], remove: Sequence[str]) -> list[Path]:
-    """Write every file to a temporary name first, then rename them all into place (so a failure
-    leaves the folder as it was), with the permissions `run` gives its files (0o666 & ~umask);
-    then remove the stale files named in `remove`. Returns the paths removed."""
-    umask = os.umask(0)
-    os.umask(umask)
-    temps: dict[str, Path] = {}
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, text in outputs.items():
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
-            temps[name] = Path(tmp)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-            os.chmod(tmp, 0o666 & ~umask)
-        for name, tmp in temps.items():
-            os.replace(tmp, folder / name)
-    except OSError as e:
-        for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
-        raise LlmsweepError(f"{folder}: cannot write the calibration files: {e.strerror or e}") from None
-    except BaseException:
-        for tmp in temps.values():
-            tmp.unlink(missing_ok=True)
-        raise
-    removed = [folder / name for name in remove if (folder / name).is_file()]
-    for stale in removed:
-        stale.unlink(missing_ok=True)
-    return removed
+    """CSV for spreadsheets: cells that would run as formulas are neutralised (ids and sources come
+    from the input file)."""
+    return safe_csv_frame(frame).write_csv(null_value="")
 
 
 def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, defaults: dict) -> CalibrationReport:
     """The `calibrate` command: read, compare, optionally fit, then write the files into `folder`.
-    Everything is computed before anything is written; the files appear together or not at all,
-    and a run without --fit removes the profile.yaml and out_of_sample.csv of an earlier --fit."""
+    Everything is computed before anything is written; the folder is replaced whole (only if
+    llmsweep wrote it, like `run`'s), so a run without --fit drops an earlier --fit's files."""
     import yaml
 
     catalog = load_catalog()
@@ -121,6 +86,8 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
         *_text_table(summary(comparison, "metric"), "metric"),
         "per source:",
         *_text_table(summary(comparison, "source"), "source"),
+        "per engine:",
+        *_text_table(summary(comparison, "engine"), "engine"),
     ]
     if do_fit:
         result = calibrate(read.measurements, start, catalog)
@@ -139,7 +106,19 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
             lines.append(
                 "note: one source only: the out-of-sample figures need at least two sources; these are in-sample"
             )
-    removed = _write_outputs(folder, outputs, () if do_fit else FIT_FILES)
+    removed = [] if do_fit else [folder / n for n in FIT_FILES if (folder / n).is_file()]
+    manifest = {
+        "llmsweep_version": __version__,
+        "command": "calibrate",
+        "measurements": Path(path).name,
+        "profile": profile,
+        "fit": do_fit,
+        "files": [*outputs, "manifest.json"],
+    }
+    with atomic_folder(folder) as tmp:  # the folder is replaced whole: an earlier --fit's files go with it
+        for name, text in outputs.items():
+            (tmp / name).write_text(text, encoding="utf-8", newline="")
+        write_manifest(manifest, tmp / "manifest.json")
     lines += [f"removed {f} (from an earlier --fit)" for f in removed]
     files = [folder / name for name in outputs]
     lines += [str(f) for f in files]
