@@ -6,8 +6,8 @@ The cross product is built lazily from small per-entity tables; no Python runs p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import product
 
 import polars as pl
@@ -27,7 +27,7 @@ class Axes:
     gpu: Sequence[str]
     model: Sequence[str]
     engine: Sequence[str] = (AUTO,)
-    precision: Sequence[str] = ("bf16",)
+    precision: Sequence[str] = (AUTO,)  # auto: each model's own format (see auto_precision)
     kv_precision: Sequence[str] = ("auto",)
     input_tokens: Sequence[int] = (1024,)
     output_tokens: Sequence[int] = (256,)
@@ -36,6 +36,8 @@ class Axes:
     pp: Sequence[int] = (1,)
     ep: Sequence[int] = (1,)
     dp_attention: Sequence[int] = (1,)
+    # precision a model's name asked for (nvidia/...-FP8 -> fp8): what `auto` means for it
+    named_precision: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -123,6 +125,22 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
             }
         )
     return _frame(rows)
+
+
+def auto_precision(catalog: Catalog, model: str, named: Mapping[str, str]) -> str:
+    """What the precision `auto` means for a model: the format its name states (a -FP8, -AWQ,
+    -NVFP4 repackaging), else its checkpoint's own (config.json's quantization_config), else bf16."""
+    return named.get(model) or catalog.model(model).default_precision or "bf16"
+
+
+def model_precisions(catalog: Catalog, axes: Axes) -> list[tuple[str, str]]:
+    """(model, precision) pairs of the grid, `auto` resolved per model (pairs listed once)."""
+    pairs = (
+        (m, auto_precision(catalog, m, axes.named_precision) if p == AUTO else p)
+        for m in dict.fromkeys(axes.model)
+        for p in dict.fromkeys(axes.precision)
+    )
+    return list(dict.fromkeys(pairs))
 
 
 def precision_tables(
@@ -257,12 +275,17 @@ def grid_parts(
     exclude: Sequence[dict[str, Sequence]] = (),
     contexts: Sequence[int] | None = None,
 ) -> GridParts:
-    rates, kv = precision_tables(catalog, axes.gpu, axes.precision, axes.kv_precision)
+    pairs = model_precisions(catalog, axes)
+    rates, kv = precision_tables(catalog, axes.gpu, [p for _, p in pairs], axes.kv_precision)
+    by_model = pl.LazyFrame(
+        {"model": [m for m, _ in pairs], "precision": [p for _, p in pairs]},
+        schema={"model": SCHEMA["model"], "precision": SCHEMA["precision"]},
+    )
     left = {"how": "left", "maintain_order": "left"}
     layouts = (
         gpu_table(catalog, axes.gpu, profile, axes.engine)
         .join(model_table(catalog, axes.model), **_CROSS)
-        .join(_axis("precision", dict.fromkeys(axes.precision)), **_CROSS)
+        .join(by_model, on="model", how="inner", maintain_order="left_right")
         .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)
         .join(_axis("tp", dict.fromkeys(axes.tp)), **_CROSS)
         .join(_axis("pp", dict.fromkeys(axes.pp)), **_CROSS)

@@ -19,7 +19,7 @@ from llmsweep.columns import PLAN_EXPORTED, SCHEMA
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
-from llmsweep.grid import grid_parts
+from llmsweep.grid import grid_parts, model_precisions
 from llmsweep.outfolder import atomic_folder
 from llmsweep.report import workloads as report_workloads
 from llmsweep.report import write_reports
@@ -109,7 +109,9 @@ def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]
         "catalog": {
             "gpus": {g: _entry(cat.gpu(g)) for g in sweep.axes.gpu},
             "models": {m: _entry(cat.model(m)) for m in sweep.axes.model},
-            "precisions": {p: _entry(cat.precision(p)) for p in sweep.axes.precision},
+            "precisions": {
+                p: _entry(cat.precision(p)) for p in dict.fromkeys(p for _, p in model_precisions(cat, sweep.axes))
+            },
         },
     }
 

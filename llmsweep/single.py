@@ -9,7 +9,7 @@ import polars as pl
 from llmsweep.catalog import load_catalog
 from llmsweep.columns import BY_NAME
 from llmsweep.estimate import add_estimates, select_exported
-from llmsweep.grid import Axes, expand
+from llmsweep.grid import Axes, auto_precision, expand
 from llmsweep.plan import add_plan_columns, make_plan_inputs
 from llmsweep.present import format_value
 
@@ -118,10 +118,10 @@ def estimate_one(
 ) -> Estimate:
     catalog = load_catalog()
     g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
-    entry = catalog.model(m.id)  # reads and validates a config.json before any frame work
-    # no precision given: the one the model name's quantization suffix names (-FP8, -AWQ), else
-    # the checkpoint's own format (config.json's quantization_config), else bf16
-    p = catalog.resolve_precision(precision or m.precision or entry.default_precision or "bf16")
+    catalog.model(m.id)  # reads and validates a config.json before any frame work
+    named = {m.id: m.precision} if m.precision else {}
+    # no precision given: `auto`, the model's own format (grid.auto_precision)
+    p = catalog.resolve_precision(precision or auto_precision(catalog, m.id, named))
     kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
     prof = catalog.profile(profile)
     axes = Axes(

@@ -73,7 +73,12 @@ class GridSpec(_Strict):
         ["auto"],
     )
     model: _axis(str, "Hugging Face ids or aliases (see `llmsweep models`), or names under `models:`.")  # type: ignore[valid-type]
-    precision: _axis(str, "Weight formats (see `llmsweep precisions`; any '<N>bpw').", ["bf16"])  # type: ignore[valid-type]
+    precision: _axis(  # type: ignore[valid-type]
+        str,
+        "Weight formats (see `llmsweep precisions`; any '<N>bpw'); auto = each model's own: the format its name "
+        "states (-FP8, -AWQ, -NVFP4), else its checkpoint's, else bf16.",
+        ["auto"],
+    )
     kv_precision: _axis(str, "KV-cache formats; auto = the 16-bit activation dtype.", ["auto"])  # type: ignore[valid-type]
     input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
     context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
@@ -275,6 +280,7 @@ class _Resolver:
         self.doc, self.spec, self.base = doc, spec, base
         self.problems: list[Problem] = []
         self.notes: list[str] = []
+        self.named_precision: dict[str, str] = {}
         self.catalog = self._extend_catalog(load_catalog())
 
     def fail(self, path: KeyPath, message: str) -> None:
@@ -336,7 +342,7 @@ class _Resolver:
         out: list[str] = []
         first: dict[str, int] = {}
         for i, name in enumerate(values):
-            if kind == "precision" and axis == "kv_precision" and str(name).strip().lower() == "auto":
+            if kind == "precision" and str(name).strip().lower() == "auto":
                 rid = "auto"
             else:
                 try:
@@ -347,6 +353,8 @@ class _Resolver:
                 rid = r.id
                 if r.note:
                     self.notes.append(r.note)
+                if getattr(r, "precision", None):  # a model name that states its format (…-FP8)
+                    self.named_precision[rid] = r.precision
                 if kind == "model":
                     try:
                         self.catalog.model(rid)
@@ -422,6 +430,7 @@ def load(
         pp=r.numbers("pp", g.pp),
         ep=r.numbers("ep", g.ep),
         dp_attention=r.numbers("dp_attention", g.dp_attention),
+        named_precision=dict(r.named_precision),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
     for gpu_name in spec.costs:
