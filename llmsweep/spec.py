@@ -21,6 +21,8 @@ from llmsweep.catalog.architecture import load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
 from llmsweep.grid import MAX, Axes
+from llmsweep.limits import field as lim
+from llmsweep.limits import number, typed
 from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
 
 DEFAULT_MAX_ROWS = 5_000_000
@@ -41,10 +43,10 @@ def _axis(item: Any, description: str, default: list | None = None) -> Any:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-PositiveTokens = Annotated[int, Field(gt=0)]
+PositiveTokens = number("tokens")
 
 
 class GridSpec(_Strict):
@@ -57,11 +59,9 @@ class GridSpec(_Strict):
     input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
     context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
     output_tokens: _axis(PositiveTokens, "Generated tokens per request.", [256])  # type: ignore[valid-type]
-    batch: _axis(
-        Annotated[int, Field(gt=0)] | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1]
-    )  # type: ignore[valid-type]
-    tp: _axis(Annotated[int, Field(gt=0)], "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
-    pp: _axis(Annotated[int, Field(gt=0)], "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
+    batch: _axis(number("batch") | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1])  # type: ignore[valid-type]
+    tp: _axis(number("parallel"), "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
+    pp: _axis(number("parallel"), "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
 
     @model_validator(mode="after")
     def _one_length_axis(self) -> GridSpec:
@@ -73,13 +73,17 @@ class GridSpec(_Strict):
 class WorkloadSpec(_Strict):
     """Traffic to plan capacity for (used by capacity planning)."""
 
-    requests_per_s: float | None = Field(None, gt=0, description="Average requests per second.")
-    tokens_per_day: float | None = Field(None, gt=0, description="Average output tokens per day (instead).")
+    requests_per_s: typed("requests_per_s") | None = lim(
+        "requests_per_s", None, description="Average requests per second."
+    )
+    tokens_per_day: typed("tokens_per_day") | None = lim(
+        "tokens_per_day", None, description="Average output tokens per day (instead)."
+    )
     input_tokens: PositiveTokens | None = Field(None, description="Prompt length of a typical request.")
     output_tokens: PositiveTokens | None = Field(None, description="Output length of a typical request.")
-    peak_factor: float = Field(1.0, ge=1, description="Peak load / average load.")
-    headroom: float = Field(0.2, ge=0, le=10, description="Spare capacity on top of the peak (0.2 = 20 %).")
-    redundancy: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
+    peak_factor: typed("peak_factor") = lim("peak_factor", 1.0, description="Peak load / average load.")
+    headroom: typed("headroom") = lim("headroom", 0.2, description="Spare capacity on top of the peak (0.2 = 20 %).")
+    redundancy: number("redundancy") | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
         0, description="Spare replicas: 0, 1, ... or 'n+1'."
     )
 
@@ -93,25 +97,37 @@ class WorkloadSpec(_Strict):
 class SloSpec(_Strict):
     """Latency targets; any subset."""
 
-    ttft_s: float | None = Field(None, gt=0, description="Time to first token, seconds.")
-    tpot_s: float | None = Field(None, gt=0, description="Time per output token, seconds.")
-    request_latency_s: float | None = Field(None, gt=0, description="Whole-request latency, seconds.")
+    ttft_s: typed("seconds") | None = lim("seconds", None, description="Time to first token, seconds.")
+    tpot_s: typed("seconds") | None = lim("seconds", None, description="Time per output token, seconds.")
+    request_latency_s: typed("seconds") | None = lim("seconds", None, description="Whole-request latency, seconds.")
 
 
 class CostSpec(_Strict):
     """Prices for one GPU: rented (usd_per_gpu_hour) or bought (purchase_usd ...)."""
 
-    usd_per_gpu_hour: float | None = Field(None, ge=0, description="Rental price per GPU-hour (on-demand).")
-    usd_per_gpu_hour_reserved: float | None = Field(
-        None, ge=0, description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given."
+    usd_per_gpu_hour: typed("usd_per_gpu_hour") | None = lim(
+        "usd_per_gpu_hour", None, description="Rental price per GPU-hour (on-demand)."
     )
-    purchase_usd: float | None = Field(None, ge=0, description="Purchase price per GPU.")
-    purchase_usd_per_server: float | None = Field(None, ge=0, description="Purchase price per server (all its GPUs).")
-    amortization_years: float = Field(4, gt=0, description="Years over which a purchase is written off.")
-    power_usd_per_kwh: float = Field(0.12, ge=0, description="Electricity price.")
-    pue: float = Field(1.3, ge=1, description="Data-centre power usage effectiveness.")
-    power_utilization: float = Field(0.7, gt=0, le=1, description="Average share of TDP drawn.")
-    hosting_usd_per_kw_month: float = Field(0, ge=0, description="Colocation price per kW per month.")
+    usd_per_gpu_hour_reserved: typed("usd_per_gpu_hour") | None = lim(
+        "usd_per_gpu_hour",
+        None,
+        description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given.",
+    )
+    purchase_usd: typed("purchase_usd") | None = lim("purchase_usd", None, description="Purchase price per GPU.")
+    purchase_usd_per_server: typed("purchase_usd_per_server") | None = lim(
+        "purchase_usd_per_server", None, description="Purchase price per server (all its GPUs)."
+    )
+    amortization_years: typed("amortization_years") = lim(
+        "amortization_years", 4, description="Years over which a purchase is written off."
+    )
+    power_usd_per_kwh: typed("power_usd_per_kwh") = lim("power_usd_per_kwh", 0.12, description="Electricity price.")
+    pue: typed("pue") = lim("pue", 1.3, description="Data-centre power usage effectiveness.")
+    power_utilization: typed("power_utilization") = lim(
+        "power_utilization", 0.7, description="Average share of TDP drawn."
+    )
+    hosting_usd_per_kw_month: typed("hosting_usd_per_kw_month") = lim(
+        "hosting_usd_per_kw_month", 0, description="Colocation price per kW per month."
+    )
 
     @model_validator(mode="after")
     def _rent_or_buy(self) -> CostSpec:
@@ -125,7 +141,7 @@ class ReportSpec(_Strict):
     formats: list[Literal["csv", "parquet", "xlsx", "html", "md"]] = Field(
         default=list(FORMATS), min_length=1, description="Files to write."
     )
-    top_n: int = Field(10, gt=0, description="Recommendations per model.")
+    top_n: typed("top_n") = lim("top_n", 10, description="Recommendations per model.")
 
 
 class SweepSpec(_Strict):
