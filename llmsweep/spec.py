@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
 from llmsweep.catalog.architecture import load_config_file, read_config
 from llmsweep.catalog.gpus import Source
+from llmsweep.catalog.names import normalize
 from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
 from llmsweep.grid import MAX, Axes
 from llmsweep.limits import field as lim
@@ -250,6 +251,7 @@ class _Resolver:
         self.doc, self.spec, self.base = doc, spec, base
         self.problems: list[Problem] = []
         self.notes: list[str] = []
+        self.broken: set[str] = set()  # `gpus:` / `models:` keys already reported as invalid
         self.catalog = self._extend_catalog(load_catalog())
 
     def fail(self, path: KeyPath, message: str) -> None:
@@ -261,11 +263,17 @@ class _Resolver:
 
     def _extend_catalog(self, catalog: Catalog) -> Catalog:
         gpus, models = dict(catalog.gpus), dict(catalog.models)
+        given: dict[str, str] = {}  # the GPU each `gpus:` key names -> the first key naming it
         for gid, fields in self.spec.gpus.items():
             path: KeyPath = ("gpus", gid)
             existing = catalog.resolve_gpu(gid).id if gid in catalog._index("gpu") else None
+            same = existing or normalize(gid)
+            if same in given:
+                self.fail(path, f"{gid!r} and {given[same]!r} both name " + (existing or "the same GPU") + "; give each GPU once")
+                continue
+            given[same] = gid
             data = {**catalog.gpu(existing).model_dump(), **fields} if existing else {"name": gid, **fields}
-            if existing:
+            if existing and isinstance(fields.get("dense_tflops", {}), dict):  # else the model says what is wrong
                 data["dense_tflops"] = {
                     **catalog.gpu(existing).dense_tflops.model_dump(),
                     **fields.get("dense_tflops", {}),
@@ -274,11 +282,17 @@ class _Resolver:
                 gpu = Gpu.model_validate(data)
             except ValidationError as e:
                 self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
+                self.broken.add(gid)
                 continue
             sweep_source = Source(ref="sweep", source=f"{self.doc.file}: gpus.{gid}", fields=sorted(fields))
             gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
+        named: dict[str, str] = {}
         for mid, fields in self.spec.models.items():
             path = ("models", mid)
+            if normalize(mid) in named:
+                self.fail(path, f"{mid!r} and {named[normalize(mid)]!r} name the same model; give each model once")
+                continue
+            named[normalize(mid)] = mid
             meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}
             try:
                 if "config" in fields:
@@ -295,15 +309,20 @@ class _Resolver:
                     read_config(cfg, where=f"models.{mid}")
                     source = f"{self.doc.file}: models.{mid}"
             except LlmsweepError as e:
-                self.fail((*path, "config") if "config" in fields else path, str(e))
+                self.fail((*path, "config") if "config" in fields else path, str(e).removeprefix(f"models.{mid}: "))
+                self.broken.add(mid)
                 continue
-            models[mid] = ModelEntry(
-                name=meta.get("name", mid),
-                config=cfg,
-                license=meta.get("license", "unknown: check the model card"),
-                aliases=list(meta.get("aliases", [])),
-                sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
-            )
+            try:
+                models[mid] = ModelEntry(
+                    name=meta.get("name", mid),
+                    config=cfg,
+                    license=meta.get("license", "unknown: check the model card"),
+                    aliases=meta.get("aliases", []),
+                    sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
+                )
+            except ValidationError as e:
+                self.problems.extend(_pydantic_problems(self.doc, e, ModelEntry, prefix=path))
+                self.broken.add(mid)
         return replace(catalog, gpus=gpus, models=models)
 
     def names(self, axis: str, values: list[str], kind: str) -> list[str]:
@@ -317,7 +336,8 @@ class _Resolver:
                 try:
                     r = resolve(str(name))
                 except LlmsweepError as e:
-                    self.fail(("grid", axis, i), str(e))
+                    if name not in self.broken:  # else its definition was reported already
+                        self.fail(("grid", axis, i), str(e))
                     continue
                 rid = r.id
                 if r.note:
@@ -395,11 +415,17 @@ def load(
         pp=r.numbers("pp", g.pp),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    priced: dict[str, str] = {}
     for gpu_name in spec.costs:
         try:
-            r.catalog.resolve_gpu(gpu_name)
+            gid = r.catalog.resolve_gpu(gpu_name).id
         except LlmsweepError as e:
-            r.fail(("costs", gpu_name), str(e))
+            if gpu_name not in r.broken:
+                r.fail(("costs", gpu_name), str(e))
+            continue
+        if gid in priced:
+            r.fail(("costs", gpu_name), f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price per GPU")
+        priced.setdefault(gid, gpu_name)
     profile_name = profile or spec.profile
     prof = None
     try:  # a profile file named in the sweep is relative to the sweep; on the command line, to the cwd

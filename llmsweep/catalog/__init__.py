@@ -19,7 +19,8 @@ from llmsweep.catalog.models import ModelEntry
 from llmsweep.catalog.names import NameIndex, Resolved
 from llmsweep.catalog.precisions import Precision, bits_per_weight_format
 from llmsweep.catalog.profiles import Profile
-from llmsweep.errors import CatalogError, LlmsweepError, UnknownNameError, did_you_mean
+from llmsweep.errors import CatalogError, LlmsweepError, SpecError, UnknownNameError, did_you_mean
+from llmsweep.yamlfile import load_yaml
 
 __all__ = ["Catalog", "Gpu", "ModelEntry", "Precision", "Profile", "Resolved", "load_catalog"]
 
@@ -107,11 +108,13 @@ def _model_from_file(path: str) -> ModelEntry:
 
 def load_profile_file(path: str) -> Profile:
     try:
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise LlmsweepError(f"{path}: profile file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise LlmsweepError(f"{path}: cannot read the profile file: {e}") from None
+        data = load_yaml(path).data
+    except SpecError as e:
+        problem = e.problems[0]
+        if problem.message == "file not found":
+            raise LlmsweepError(f"{path}: profile file not found") from None
+        where = f"line {problem.line}: " if problem.line else ""
+        raise LlmsweepError(f"{path}: cannot read the profile file: {where}{problem.message}") from None
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
