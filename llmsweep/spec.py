@@ -269,7 +269,10 @@ class _Resolver:
             existing = catalog.resolve_gpu(gid).id if gid in catalog._index("gpu") else None
             same = existing or normalize(gid)
             if same in given:
-                self.fail(path, f"{gid!r} and {given[same]!r} both name " + (existing or "the same GPU") + "; give each GPU once")
+                self.fail(
+                    path,
+                    f"{gid!r} and {given[same]!r} both name " + (existing or "the same GPU") + "; give each GPU once",
+                )
                 continue
             given[same] = gid
             data = {**catalog.gpu(existing).model_dump(), **fields} if existing else {"name": gid, **fields}
