@@ -17,7 +17,7 @@ NaN and ±inf are never accepted. The pydantic fields use `field()` (so the JSON
     peak_factor               1            1,000       ratio
     headroom                  0            10          ratio
     redundancy                0            10,000      replicas
-    seconds (slo)             >0           1,000,000   s           about 11.6 days
+    seconds (slo)             0.000001     1,000,000   s           a microsecond to 11.6 days
     usd_per_gpu_hour          0            10,000      USD
     purchase_usd              0            100,000,000 USD         per GPU
     purchase_usd_per_server   0            1e9         USD
@@ -106,7 +106,7 @@ RANGES: dict[str, Range] = {
     "peak_factor": Range(1, 1000, "ratio"),
     "headroom": Range(0, 10, "ratio"),
     "redundancy": Range(0, 10_000, "replicas", integer=True),
-    "seconds": Range(0, 1_000_000, "s", low_open=True),
+    "seconds": Range(1e-6, 1_000_000, "s"),
     "usd_per_gpu_hour": Range(0, 10_000, "USD"),
     "purchase_usd": Range(0, 100_000_000, "USD"),
     "purchase_usd_per_server": Range(0, 1e9, "USD"),
