@@ -61,7 +61,8 @@ import stat
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from annotated_types import Interval
+from pydantic import AllowInfNan, BeforeValidator, Field
 
 MAX_FILE_BYTES = 4 * 2**20  # 4 MiB: the largest real sweep or config.json is a few tens of KiB
 MAX_YAML_DEPTH = 50  # nesting of mappings and sequences (a sweep needs about 6)
@@ -92,7 +93,7 @@ class Range:
 
 
 def _num(v: float) -> str:
-    if v == int(v) and abs(v) < 1e7:
+    if v == int(v) and abs(v) <= 1e8:
         return f"{int(v):,}"
     return f"{v:g}"
 
@@ -170,27 +171,24 @@ def _reject_bool(v: Any) -> Any:
 
 
 def field(name: str, default: Any = ..., description: str | None = None) -> Any:
-    """A pydantic Field with the range `name` (bounds appear in the JSON Schema)."""
-    r = RANGES[name]
-    bounds: dict[str, Any] = {"gt" if r.low_open else "ge": r.low, "lt" if r.high_open else "le": r.high}
-    if r.integer:  # "greater than 0" reads better than "greater than or equal to 1"
-        bounds = {"gt": int(r.low) - 1} if r.low >= 1 else {"ge": int(r.low)}
-        bounds["le"] = int(r.high)
-    else:
-        bounds["allow_inf_nan"] = False
-    return Field(default, description=description, **bounds)
+    """The pydantic Field for a value of range `name` (the bounds live in `typed(name)`)."""
+    RANGES[name]  # noqa: B018 - a typo in the name fails at import
+    return Field(default, description=description)
 
 
 def number(name: str) -> Any:
     """The annotated type (int or float, booleans refused) for range `name`, for use in lists."""
     r = RANGES[name]
-    base = int if r.integer else float
-    return Annotated[base, BeforeValidator(_reject_bool), field(name)]
+    if r.integer:
+        return Annotated[Annotated[int, Interval(gt=int(r.low) - 1, le=int(r.high))], BeforeValidator(_reject_bool)]
+    low = {"gt": r.low} if r.low_open else {"ge": r.low}
+    high = {"lt": r.high} if r.high_open else {"le": r.high}
+    return Annotated[Annotated[float, Interval(**low, **high), AllowInfNan(False)], BeforeValidator(_reject_bool)]
 
 
 def typed(name: str) -> Any:
-    """int or float for range `name`, with booleans refused (pair with `field(name, ...)`)."""
-    return Annotated[int if RANGES[name].integer else float, BeforeValidator(_reject_bool)]
+    """The same as `number`: the annotation of a field of range `name` (pair with `field(name, ...)`)."""
+    return number(name)
 
 
 class UnreadableFile(Exception):

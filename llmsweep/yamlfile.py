@@ -63,7 +63,7 @@ def _check_events(loader: yaml.SafeLoader) -> None:
             depth += 1
             if depth > MAX_YAML_DEPTH:
                 raise _TooBig(
-                    f"the document nests deeper than {MAX_YAML_DEPTH} levels, the limit for a sweep file",
+                    f"the document nests deeper than {MAX_YAML_DEPTH} levels, the limit for a YAML input file",
                     event.start_mark.line + 1,
                 )
         elif isinstance(event, yaml.CollectionEndEvent):
@@ -75,13 +75,13 @@ def _walk(node: yaml.Node, path: KeyPath, doc: YamlDoc, budget: list[int]) -> No
     if budget[0] > MAX_YAML_NODES:
         raise _TooBig(
             f"the document expands to more than {MAX_YAML_NODES:,} values once its aliases (*name) are "
-            "followed, the limit for a sweep file; write the values out or use fewer aliases",
+            "followed, the limit for a YAML input file; write the values out or use fewer aliases",
             node.start_mark.line + 1,
         )
     if len(path) > MAX_YAML_DEPTH:
         raise _TooBig(
             f"the document nests deeper than {MAX_YAML_DEPTH} levels once its aliases are followed "
-            "(an alias inside its own anchor?), the limit for a sweep file",
+            "(an alias inside its own anchor?), the limit for a YAML input file",
             node.start_mark.line + 1,
         )
     if isinstance(node, yaml.MappingNode):

@@ -118,7 +118,10 @@ def load_profile_file(path: str) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(
+            ".".join(map(str, err["loc"])) + ": " * bool(err["loc"]) + err["msg"].removeprefix("Value error, ")
+            for err in e.errors()
+        )
         raise LlmsweepError(f"{path}: not a valid efficiency profile: {problems}") from None
 
 
