@@ -4,16 +4,18 @@ Every numeric input (sweep grid axes, workload, slo, costs, inline GPUs and mode
 fields, efficiency profiles, `estimate` options) has a finite range here. The ranges are wide
 enough for any real or planned hardware and model, and narrow enough that the arithmetic of the
 estimator (float64 and Int64 columns) stays finite and exact: no NaN, no infinity, no overflow.
-NaN and ±inf are never accepted. The pydantic fields use `field()` (so the JSON Schema from
-`llmsweep schema` shows the bounds); plain values (config.json, command-line options) use
-`check()`.
+NaN and ±inf are never accepted, and rates, sizes and speeds have a physical minimum (not just
+"> 0"), since a denormal bandwidth or power would turn times and energies into infinity. Pydantic
+fields are annotated with `typed(name)` (so the JSON Schema from `llmsweep schema` shows the
+bounds); plain values (config.json fields) use `check()`; the `estimate` options repeat three
+of the bounds as literals (a test keeps them equal).
 
     name                      low          high        unit        why the bounds
     tokens                    1            10,000,000  tokens      prompt / output / context lengths
     batch                     1            1,000,000   sequences   concurrent sequences
     parallel                  1            1,024       GPUs        tp and pp sizes
-    requests_per_s            >0           10,000,000  1/s
-    tokens_per_day            >0           1e15        tokens/day
+    requests_per_s            0.000001     10,000,000  1/s
+    tokens_per_day            1            1e15        tokens/day
     peak_factor               1            1,000       ratio
     headroom                  0            10          ratio
     redundancy                0            10,000      replicas
@@ -24,18 +26,18 @@ NaN and ±inf are never accepted. The pydantic fields use `field()` (so the JSON
     amortization_years        0.1          100         years       five weeks to a century
     power_usd_per_kwh         0            100         USD/kWh
     pue                       1            5           ratio
-    power_utilization         >0           1           ratio
+    power_utilization         0.01         1           ratio
     hosting_usd_per_kw_month  0            100,000     USD
     top_n                     1            10,000      options
-    memory_gb                 >0           100,000     GB (GiB)    per GPU
-    memory_bandwidth_gbps     >0           1,000,000   GB/s
-    tflops                    >0           1,000,000   TFLOP/s     per dtype, dense
-    tdp_w                     >0           100,000     W
-    link_gbps                 >0           100,000     GB/s        NVLink / PCIe per direction
+    memory_gb                 0.1          100,000     GB (GiB)    per GPU
+    memory_bandwidth_gbps     1            1,000,000   GB/s
+    tflops                    0.001        1,000,000   TFLOP/s     per dtype, dense
+    tdp_w                     1            100,000     W
+    link_gbps                 0.1          100,000     GB/s        NVLink / PCIe per direction
     gpu_group                 1            100,000     GPUs        nvlink_group
     gpus_per_node             1            1,024       GPUs
     launch_year               1990         2100        year
-    efficiency                >0           1           fraction    bandwidth / compute efficiency
+    efficiency                0.001        1           fraction    bandwidth / compute efficiency
     overhead_s                0            10          s           per step / layer / all-reduce
     reserve_fraction          0            <1          fraction
     overhead_bytes            0            1e13        bytes       runtime / tp buffers
@@ -102,8 +104,8 @@ RANGES: dict[str, Range] = {
     "tokens": Range(1, 10_000_000, "tokens", integer=True),
     "batch": Range(1, 1_000_000, "sequences", integer=True),
     "parallel": Range(1, 1024, "GPUs", integer=True),
-    "requests_per_s": Range(0, 10_000_000, "requests/s", low_open=True),
-    "tokens_per_day": Range(0, 1e15, "tokens/day", low_open=True),
+    "requests_per_s": Range(1e-6, 10_000_000, "requests/s"),
+    "tokens_per_day": Range(1, 1e15, "tokens/day"),
     "peak_factor": Range(1, 1000, "ratio"),
     "headroom": Range(0, 10, "ratio"),
     "redundancy": Range(0, 10_000, "replicas", integer=True),
@@ -114,18 +116,18 @@ RANGES: dict[str, Range] = {
     "amortization_years": Range(0.1, 100, "years"),
     "power_usd_per_kwh": Range(0, 100, "USD/kWh"),
     "pue": Range(1, 5, "ratio"),
-    "power_utilization": Range(0, 1, "fraction", low_open=True),
+    "power_utilization": Range(0.01, 1, "fraction"),
     "hosting_usd_per_kw_month": Range(0, 100_000, "USD"),
     "top_n": Range(1, 10_000, "options", integer=True),
-    "memory_gb": Range(0, 100_000, "GB", low_open=True),
-    "memory_bandwidth_gbps": Range(0, 1_000_000, "GB/s", low_open=True),
-    "tflops": Range(0, 1_000_000, "TFLOP/s", low_open=True),
-    "tdp_w": Range(0, 100_000, "W", low_open=True),
-    "link_gbps": Range(0, 100_000, "GB/s", low_open=True),
+    "memory_gb": Range(0.1, 100_000, "GB"),
+    "memory_bandwidth_gbps": Range(1, 1_000_000, "GB/s"),
+    "tflops": Range(0.001, 1_000_000, "TFLOP/s"),
+    "tdp_w": Range(1, 100_000, "W"),
+    "link_gbps": Range(0.1, 100_000, "GB/s"),
     "gpu_group": Range(1, 100_000, "GPUs", integer=True),
     "gpus_per_node": Range(1, 1024, "GPUs", integer=True),
     "launch_year": Range(1990, 2100, "year", integer=True),
-    "efficiency": Range(0, 1, "fraction", low_open=True),
+    "efficiency": Range(0.001, 1, "fraction"),
     "overhead_s": Range(0, 10, "s"),
     "reserve_fraction": Range(0, 1, "fraction", high_open=True),
     "overhead_bytes": Range(0, 1e13, "bytes"),

@@ -418,6 +418,7 @@ def load(
         pp=r.numbers("pp", g.pp),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    _check_exclusions_leave_rows(r, exclude, axes, contexts)
     priced: dict[str, str] = {}
     for gpu_name in spec.costs:
         try:
@@ -514,6 +515,18 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
                 r.fail(path, f"expected a positive integer{' or max' if key == 'batch' else ''}, got {v!r}")
         out[key] = tuple(resolved)
     return out
+
+
+def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], ...], axes: Axes, contexts) -> None:
+    """A rule that names every value of each axis it mentions drops the whole grid: `run` would
+    refuse the sweep, so `validate` must too."""
+    for i, rule in enumerate(exclude):
+        covered = [
+            set(contexts if key == "context" and contexts is not None else getattr(axes, key, ())) <= set(values)
+            for key, values in rule.items()
+        ]
+        if rule and all(covered):
+            r.fail(("exclude", i), "the exclusion rules leave no configuration to estimate (this rule drops every one)")
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:
