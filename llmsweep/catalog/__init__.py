@@ -108,12 +108,17 @@ def _model_from_file(path: str) -> ModelEntry:
 
 def load_profile_file(path: str) -> Profile:
     try:
-        data = load_yaml(path).data
+        doc = load_yaml(path)
+        if doc.problems:  # duplicate keys
+            raise SpecError(doc.problems)
+        data = doc.data
     except SpecError as e:
         problem = e.problems[0]
         if problem.message == "file not found":
             raise LlmsweepError(f"{path}: profile file not found") from None
         where = f"line {problem.line}: " if problem.line else ""
+        if not problem.path.startswith("("):
+            where += f"{problem.path}: "
         raise LlmsweepError(f"{path}: cannot read the profile file: {where}{problem.message}") from None
     try:
         return Profile.model_validate(data)

@@ -227,6 +227,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number a config.json field can hold (standard JSON has no NaN or Infinity)")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice; keep one")
+        out[key] = value
+    return out
+
+
 def _check_range(key: str, value: int | float, where: str, what: str | None = None) -> None:
     """Bounds from llmsweep.limits, so the arithmetic on these fields stays finite and exact."""
     problem = check(CONFIG_FIELDS.get(key, key if key in RANGES else "config_width"), value)
@@ -248,7 +257,7 @@ def load_config_file(path: str | Path) -> tuple[dict, Architecture]:
     except OSError as e:
         raise ConfigFileError(f"{path}: cannot read the file ({e.strerror})") from None
     try:
-        cfg = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        cfg = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         raise ConfigFileError(f"{p}: not UTF-8 text; is this a config.json?") from None
     except json.JSONDecodeError as e:
