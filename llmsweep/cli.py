@@ -15,6 +15,13 @@ from llmsweep import __version__
 from llmsweep.errors import LlmsweepError
 
 FORMATS = click.Choice(["table", "json", "csv"])
+# the ranges of llmsweep.limits, repeated as literals so `llmsweep --help` imports nothing heavy
+MAX_TOKENS, MAX_BATCH, MAX_PARALLEL = 10_000_000, 1_000_000, 1024
+
+
+def _finite(row: dict) -> dict:
+    """NaN / infinity become null: JSON has no such numbers (a last guard; inputs are range-checked)."""
+    return {k: None if isinstance(v, float) and v - v != 0 else v for k, v in row.items()}
 
 
 class UserError(click.ClickException):
@@ -46,8 +53,8 @@ class BatchType(click.ParamType):
             n = int(value)
         except ValueError:
             self.fail(f"{value!r} is not a positive integer or 'max'", param, ctx)
-        if n < 1:
-            self.fail(f"{n} is not a positive integer or 'max'", param, ctx)
+        if not 1 <= n <= MAX_BATCH:
+            self.fail(f"{n} is not a positive integer up to {MAX_BATCH:,} or 'max'", param, ctx)
         return n
 
 
@@ -102,15 +109,19 @@ def main() -> None:
     "(-FP8, -AWQ, -NVFP4, ...), else the checkpoint's own format, else bf16.",
 )
 @click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
-@click.option("--tp", default=1, show_default=True, type=click.IntRange(min=1), help="Tensor-parallel GPUs.")
-@click.option("--pp", default=1, show_default=True, type=click.IntRange(min=1), help="Pipeline-parallel GPUs.")
+@click.option("--tp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Tensor-parallel GPUs.")
+@click.option(
+    "--pp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Pipeline-parallel GPUs."
+)
 @click.option("--batch", default="1", show_default=True, type=BatchType(), help="Concurrent sequences, or max.")
-@click.option("--input-tokens", default=1024, show_default=True, type=click.IntRange(min=0), help="Prompt length.")
+@click.option(
+    "--input-tokens", default=1024, show_default=True, type=click.IntRange(0, MAX_TOKENS), help="Prompt length."
+)
 @click.option(
     "--output-tokens",
     default=256,
     show_default=True,
-    type=click.IntRange(min=0),
+    type=click.IntRange(0, MAX_TOKENS),
     help="Tokens generated per request.",
 )
 @click.option(
@@ -150,7 +161,7 @@ def estimate(gpu, model, engine, precision, kv_precision, tp, pp, batch, input_t
     for n in result.notes:
         _note(n)
     if fmt == "json":
-        click.echo(json.dumps(result.row, indent=2, default=str))
+        click.echo(json.dumps(_finite(result.row), indent=2, default=str, allow_nan=False))
     elif fmt == "csv":
         from llmsweep.export import safe_csv_frame
 

@@ -118,7 +118,11 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
 
 
 def write_manifest(manifest: dict, path: Path) -> None:
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    try:  # allow_nan=False: bare NaN / Infinity is not JSON (inputs are range-checked; a last guard)
+        text = json.dumps(manifest, indent=2, sort_keys=False, default=str, allow_nan=False)
+    except ValueError as e:
+        raise LlmsweepError(f"{path.name}: a value is not a finite number ({e}); nothing was written") from None
+    path.write_text(text + "\n", encoding="utf-8")
 
 
 def write_text_atomic(path: Path, text: str) -> None:

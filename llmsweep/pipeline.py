@@ -73,10 +73,15 @@ def compute_plan(sweep: Sweep) -> Plan:
     exported = ranked.select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
     notes = [note] if note else []
     unmet = ranked.group_by(plan.WORKLOAD_KEYS, maintain_order=True).agg(
-        pl.col("rank").is_not_null().any().alias("met"), pl.col("fits").any().alias("fits")
+        pl.col("rank").is_not_null().any().alias("met"),
+        pl.col("fits").any().alias("fits"),
+        pl.col("reason").drop_nulls().unique().sort().alias("reasons"),
     )
-    for model, s_in, s_out, _met, fits in unmet.filter(~pl.col("met")).rows():
+    for model, s_in, s_out, _met, fits, reasons in unmet.filter(~pl.col("met")).rows():
+        other = [r for r in reasons if not r.startswith("does not fit")]  # not (only) memory: say why
         why = "meets the latency targets at any batch" if fits else "fits in memory"
+        if not fits and other:
+            why = "can run (" + "; ".join(other) + ")"
         notes.append(f"no option for {model} ({s_in} in, {s_out} out) {why}; none is recommended")
     return Plan(exported, column, tuple(notes), sens)
 

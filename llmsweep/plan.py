@@ -178,7 +178,11 @@ def slo_miss(slo: SloSpec | None) -> pl.Expr:
         over = (value / target - 1) * 100
         expr = expr.when(value > target).then(
             pl.format(
-                "{} {} > {} (+{}%)", pl.lit(name), value.round_sig_figs(3), pl.lit(target), over.round(0).cast(pl.Int64)
+                "{} {} > {} (+{}%)",
+                pl.lit(name),
+                value.round_sig_figs(3),
+                pl.lit(target),
+                over.round(0).clip(upper_bound=1e15).cast(pl.Int64),
             )
         )
     return expr.otherwise(None).cast(pl.Categorical)
@@ -243,7 +247,8 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
 
     def replicas_at(per_replica: pl.Expr) -> pl.Expr:
         count = (peak / per_replica * (1 + w.headroom)).ceil() + plan.redundancy
-        return pl.when(per_replica > 0).then(count).cast(pl.Int64)
+        # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
+        return pl.when((per_replica > 0) & (count <= 1e12)).then(count).cast(pl.Int64)
 
     frame = (
         frame.with_columns(

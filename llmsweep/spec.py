@@ -19,8 +19,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
 from llmsweep.catalog.architecture import load_config_file, read_config
 from llmsweep.catalog.gpus import Source
+from llmsweep.catalog.names import normalize
 from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
 from llmsweep.grid import MAX, Axes
+from llmsweep.limits import field as lim
+from llmsweep.limits import number, typed
 from llmsweep.outfolder import SAFE_NAME
 from llmsweep.yamlfile import KeyPath, YamlDoc, format_path, load_yaml
 
@@ -56,10 +59,10 @@ def _axis(item: Any, description: str, default: list | None = None) -> Any:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-PositiveTokens = Annotated[int, Field(gt=0)]
+PositiveTokens = number("tokens")
 
 
 class GridSpec(_Strict):
@@ -83,16 +86,12 @@ class GridSpec(_Strict):
     input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
     context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
     output_tokens: _axis(PositiveTokens, "Generated tokens per request.", [256])  # type: ignore[valid-type]
-    batch: _axis(
-        Annotated[int, Field(gt=0)] | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1]
-    )  # type: ignore[valid-type]
-    tp: _axis(Annotated[int, Field(gt=0)], "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
-    pp: _axis(Annotated[int, Field(gt=0)], "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
-    ep: _axis(  # type: ignore[valid-type]
-        Annotated[int, Field(gt=0)], "Expert-parallel sizes (MoE; must divide tp x dp_attention).", [1]
-    )
+    batch: _axis(number("batch") | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1])  # type: ignore[valid-type]
+    tp: _axis(number("parallel"), "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
+    pp: _axis(number("parallel"), "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
+    ep: _axis(number("parallel"), "Expert-parallel sizes (MoE; must divide tp x dp_attention).", [1])  # type: ignore[valid-type]
     dp_attention: _axis(  # type: ignore[valid-type]
-        Annotated[int, Field(gt=0)], "Attention data-parallel groups (MoE); a replica uses tp x pp x this GPUs.", [1]
+        number("parallel"), "Attention data-parallel groups (MoE); a replica uses tp x pp x this GPUs.", [1]
     )
 
     @model_validator(mode="after")
@@ -105,13 +104,17 @@ class GridSpec(_Strict):
 class WorkloadSpec(_Strict):
     """Traffic to plan capacity for (used by capacity planning)."""
 
-    requests_per_s: float | None = Field(None, gt=0, description="Average requests per second.")
-    tokens_per_day: float | None = Field(None, gt=0, description="Average output tokens per day (instead).")
+    requests_per_s: typed("requests_per_s") | None = lim(
+        "requests_per_s", None, description="Average requests per second."
+    )
+    tokens_per_day: typed("tokens_per_day") | None = lim(
+        "tokens_per_day", None, description="Average output tokens per day (instead)."
+    )
     input_tokens: PositiveTokens | None = Field(None, description="Prompt length of a typical request.")
     output_tokens: PositiveTokens | None = Field(None, description="Output length of a typical request.")
-    peak_factor: float = Field(1.0, ge=1, description="Peak load / average load.")
-    headroom: float = Field(0.2, ge=0, le=10, description="Spare capacity on top of the peak (0.2 = 20 %).")
-    redundancy: Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
+    peak_factor: typed("peak_factor") = lim("peak_factor", 1.0, description="Peak load / average load.")
+    headroom: typed("headroom") = lim("headroom", 0.2, description="Spare capacity on top of the peak (0.2 = 20 %).")
+    redundancy: number("redundancy") | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
         0, description="Spare replicas: 0, 1, ... or 'n+1'."
     )
 
@@ -125,25 +128,37 @@ class WorkloadSpec(_Strict):
 class SloSpec(_Strict):
     """Latency targets; any subset."""
 
-    ttft_s: float | None = Field(None, gt=0, description="Time to first token, seconds.")
-    tpot_s: float | None = Field(None, gt=0, description="Time per output token, seconds.")
-    request_latency_s: float | None = Field(None, gt=0, description="Whole-request latency, seconds.")
+    ttft_s: typed("seconds") | None = lim("seconds", None, description="Time to first token, seconds.")
+    tpot_s: typed("seconds") | None = lim("seconds", None, description="Time per output token, seconds.")
+    request_latency_s: typed("seconds") | None = lim("seconds", None, description="Whole-request latency, seconds.")
 
 
 class CostSpec(_Strict):
     """Prices for one GPU: rented (usd_per_gpu_hour) or bought (purchase_usd ...)."""
 
-    usd_per_gpu_hour: float | None = Field(None, ge=0, description="Rental price per GPU-hour (on-demand).")
-    usd_per_gpu_hour_reserved: float | None = Field(
-        None, ge=0, description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given."
+    usd_per_gpu_hour: typed("usd_per_gpu_hour") | None = lim(
+        "usd_per_gpu_hour", None, description="Rental price per GPU-hour (on-demand)."
     )
-    purchase_usd: float | None = Field(None, ge=0, description="Purchase price per GPU.")
-    purchase_usd_per_server: float | None = Field(None, ge=0, description="Purchase price per server (all its GPUs).")
-    amortization_years: float = Field(4, gt=0, description="Years over which a purchase is written off.")
-    power_usd_per_kwh: float = Field(0.12, ge=0, description="Electricity price.")
-    pue: float = Field(1.3, ge=1, description="Data-centre power usage effectiveness.")
-    power_utilization: float = Field(0.7, gt=0, le=1, description="Average share of TDP drawn.")
-    hosting_usd_per_kw_month: float = Field(0, ge=0, description="Colocation price per kW per month.")
+    usd_per_gpu_hour_reserved: typed("usd_per_gpu_hour") | None = lim(
+        "usd_per_gpu_hour",
+        None,
+        description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given.",
+    )
+    purchase_usd: typed("purchase_usd") | None = lim("purchase_usd", None, description="Purchase price per GPU.")
+    purchase_usd_per_server: typed("purchase_usd_per_server") | None = lim(
+        "purchase_usd_per_server", None, description="Purchase price per server (all its GPUs)."
+    )
+    amortization_years: typed("amortization_years") = lim(
+        "amortization_years", 4, description="Years over which a purchase is written off."
+    )
+    power_usd_per_kwh: typed("power_usd_per_kwh") = lim("power_usd_per_kwh", 0.12, description="Electricity price.")
+    pue: typed("pue") = lim("pue", 1.3, description="Data-centre power usage effectiveness.")
+    power_utilization: typed("power_utilization") = lim(
+        "power_utilization", 0.7, description="Average share of TDP drawn."
+    )
+    hosting_usd_per_kw_month: typed("hosting_usd_per_kw_month") = lim(
+        "hosting_usd_per_kw_month", 0, description="Colocation price per kW per month."
+    )
 
     @model_validator(mode="after")
     def _rent_or_buy(self) -> CostSpec:
@@ -157,7 +172,7 @@ class ReportSpec(_Strict):
     formats: list[Literal["csv", "parquet", "xlsx", "html", "md"]] = Field(
         default=list(FORMATS), min_length=1, description="Files to write."
     )
-    top_n: int = Field(10, gt=0, description="Recommendations per model.")
+    top_n: typed("top_n") = lim("top_n", 10, description="Recommendations per model.")
 
 
 class SweepSpec(_Strict):
@@ -281,6 +296,7 @@ class _Resolver:
         self.problems: list[Problem] = []
         self.notes: list[str] = []
         self.named_precision: dict[str, str] = {}
+        self.broken: set[str] = set()  # `gpus:` / `models:` keys already reported as invalid
         self.catalog = self._extend_catalog(load_catalog())
 
     def fail(self, path: KeyPath, message: str) -> None:
@@ -292,11 +308,20 @@ class _Resolver:
 
     def _extend_catalog(self, catalog: Catalog) -> Catalog:
         gpus, models = dict(catalog.gpus), dict(catalog.models)
+        given: dict[str, str] = {}  # the GPU each `gpus:` key names -> the first key naming it
         for gid, fields in self.spec.gpus.items():
             path: KeyPath = ("gpus", gid)
             existing = catalog.resolve_gpu(gid).id if gid in catalog._index("gpu") else None
+            same = existing or normalize(gid)
+            if same in given:
+                self.fail(
+                    path,
+                    f"{gid!r} and {given[same]!r} both name " + (existing or "the same GPU") + "; give each GPU once",
+                )
+                continue
+            given[same] = gid
             data = {**catalog.gpu(existing).model_dump(), **fields} if existing else {"name": gid, **fields}
-            if existing:
+            if existing and isinstance(fields.get("dense_tflops", {}), dict):  # else the model says what is wrong
                 data["dense_tflops"] = {
                     **catalog.gpu(existing).dense_tflops.model_dump(),
                     **fields.get("dense_tflops", {}),
@@ -305,11 +330,17 @@ class _Resolver:
                 gpu = Gpu.model_validate(data)
             except ValidationError as e:
                 self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
+                self.broken.add(gid)
                 continue
             sweep_source = Source(ref="sweep", source=f"{self.doc.file}: gpus.{gid}", fields=sorted(fields))
             gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
+        named: dict[str, str] = {}
         for mid, fields in self.spec.models.items():
             path = ("models", mid)
+            if normalize(mid) in named:
+                self.fail(path, f"{mid!r} and {named[normalize(mid)]!r} name the same model; give each model once")
+                continue
+            named[normalize(mid)] = mid
             meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}
             try:
                 if "config" in fields:
@@ -326,15 +357,20 @@ class _Resolver:
                     read_config(cfg, where=f"models.{mid}")
                     source = f"{self.doc.file}: models.{mid}"
             except LlmsweepError as e:
-                self.fail((*path, "config") if "config" in fields else path, str(e))
+                self.fail((*path, "config") if "config" in fields else path, str(e).removeprefix(f"models.{mid}: "))
+                self.broken.add(mid)
                 continue
-            models[mid] = ModelEntry(
-                name=meta.get("name", mid),
-                config=cfg,
-                license=meta.get("license", "unknown: check the model card"),
-                aliases=list(meta.get("aliases", [])),
-                sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
-            )
+            try:
+                models[mid] = ModelEntry(
+                    name=meta.get("name", mid),
+                    config=cfg,
+                    license=meta.get("license", "unknown: check the model card"),
+                    aliases=meta.get("aliases", []),
+                    sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
+                )
+            except ValidationError as e:
+                self.problems.extend(_pydantic_problems(self.doc, e, ModelEntry, prefix=path))
+                self.broken.add(mid)
         return replace(catalog, gpus=gpus, models=models)
 
     def names(self, axis: str, values: list[str], kind: str) -> list[str]:
@@ -348,7 +384,8 @@ class _Resolver:
                 try:
                     r = resolve(str(name))
                 except LlmsweepError as e:
-                    self.fail(("grid", axis, i), str(e))
+                    if name not in self.broken:  # else its definition was reported already
+                        self.fail(("grid", axis, i), str(e))
                     continue
                 rid = r.id
                 if r.note:
@@ -433,11 +470,18 @@ def load(
         named_precision=dict(r.named_precision),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    _check_exclusions_leave_rows(r, exclude, axes, contexts)
+    priced: dict[str, str] = {}
     for gpu_name in spec.costs:
         try:
-            r.catalog.resolve_gpu(gpu_name)
+            gid = r.catalog.resolve_gpu(gpu_name).id
         except LlmsweepError as e:
-            r.fail(("costs", gpu_name), str(e))
+            if gpu_name not in r.broken:
+                r.fail(("costs", gpu_name), str(e))
+            continue
+        if gid in priced:
+            r.fail(("costs", gpu_name), f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price per GPU")
+        priced.setdefault(gid, gpu_name)
     profile_name = profile or spec.profile
     prof = None
     try:  # a profile file named in the sweep is relative to the sweep; on the command line, to the cwd
@@ -528,6 +572,18 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
                 r.fail(path, f"expected a positive integer{' or max' if key == 'batch' else ''}, got {v!r}")
         out[key] = tuple(resolved)
     return out
+
+
+def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], ...], axes: Axes, contexts) -> None:
+    """A rule that names every value of each axis it mentions drops the whole grid: `run` would
+    refuse the sweep, so `validate` must too."""
+    for i, rule in enumerate(exclude):
+        covered = [
+            set(contexts if key == "context" and contexts is not None else getattr(axes, key, ())) <= set(values)
+            for key, values in rule.items()
+        ]
+        if rule and all(covered):
+            r.fail(("exclude", i), "the exclusion rules leave no configuration to estimate (this rule drops every one)")
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:

@@ -59,7 +59,7 @@ def test_every_problem_reported_at_once():
     assert lines[0] == f"Error: 3 problems in {path}:"
     assert any("grid.gpu[0]: unknown gpu 'h100-sxn'" in line for line in lines)
     assert any("grid.tp[0]: Input should be a valid integer" in line for line in lines)
-    assert any("slo.ttft_s: Input should be greater than 0" in line for line in lines)
+    assert any("slo.ttft_s: Input should be greater than or equal to 0.000001" in line for line in lines)
 
 
 def test_non_utf8_file(tmp_path):

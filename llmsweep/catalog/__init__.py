@@ -20,7 +20,8 @@ from llmsweep.catalog.models import ModelEntry
 from llmsweep.catalog.names import AmbiguousNameError, GpuIndex, ModelIndex, ModelMatch, NameIndex, Resolved
 from llmsweep.catalog.precisions import Precision, bits_per_weight_format
 from llmsweep.catalog.profiles import Profile
-from llmsweep.errors import CatalogError, LlmsweepError, UnknownNameError, did_you_mean
+from llmsweep.errors import CatalogError, LlmsweepError, SpecError, UnknownNameError, did_you_mean
+from llmsweep.yamlfile import load_yaml
 
 __all__ = [
     "AmbiguousNameError",
@@ -135,15 +136,25 @@ def _model_from_file(path: str) -> ModelEntry:
 
 def load_profile_file(path: str) -> Profile:
     try:
-        data = yaml.safe_load(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise LlmsweepError(f"{path}: profile file not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise LlmsweepError(f"{path}: cannot read the profile file: {e}") from None
+        doc = load_yaml(path)
+        if doc.problems:  # duplicate keys
+            raise SpecError(doc.problems)
+        data = doc.data
+    except SpecError as e:
+        problem = e.problems[0]
+        if problem.message == "file not found":
+            raise LlmsweepError(f"{path}: profile file not found") from None
+        where = f"line {problem.line}: " if problem.line else ""
+        if not problem.path.startswith("("):
+            where += f"{problem.path}: "
+        raise LlmsweepError(f"{path}: cannot read the profile file: {where}{problem.message}") from None
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(
+            ".".join(map(str, err["loc"])) + ": " * bool(err["loc"]) + err["msg"].removeprefix("Value error, ")
+            for err in e.errors()
+        )
         raise LlmsweepError(f"{path}: not a valid efficiency profile: {problems}") from None
 
 

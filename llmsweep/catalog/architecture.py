@@ -14,11 +14,13 @@ recurrent state whatever the context; "none" layers (Nemotron-H's MoE / MLP bloc
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llmsweep.errors import ConfigFileError
+from llmsweep.limits import CONFIG_FIELDS, RANGES, UnreadableFile, check, read_regular_file
 
 # config.json spellings of the same field, in order of preference (GPT-2/GPT-J style second).
 _ALIASES = {
@@ -114,8 +116,9 @@ def _get(cfg: dict, key: str, where: str, required: bool = True, default: Any = 
     for k in _ALIASES.get(key, (key,)):
         if cfg.get(k) is not None:
             v = cfg[k]
-            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0 or int(v) != v:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0 or int(v) != v:
                 raise ConfigFileError(f"{where}: field {k!r} must be a positive integer, got {v!r}")
+            _check_range(k, v, where)
             return int(v)
     if required:
         raise ConfigFileError(
@@ -219,6 +222,11 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
     if h_q % h_kv:
         raise ConfigFileError(f"{where}: num_attention_heads ({h_q}) is not a multiple of num_key_value_heads ({h_kv})")
     d_h = _get(cfg, "head_dim", where, required=False, default=None) or d // h_q
+    if d_h == 0:
+        raise ConfigFileError(
+            f"{where}: hidden_size ({d}) is smaller than num_attention_heads ({h_q}), which leaves "
+            "attention heads of size 0; check both fields (or give head_dim)"
+        )
     n_inner = _get(cfg, "n_inner", where, required=False)
     inter = _get(cfg, "intermediate_size", where, required=False, default=n_inner or 4 * d)
     max_ctx = _get(cfg, "max_position_embeddings", where, required=False) or _get(
@@ -381,6 +389,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         + norm_width
     )
     skipped = moe_layers * (experts - k) * expert
+    _check_range("params_total", total, where, what="the parameter count computed from the fields")
     active_width = (k * moe_inter + shared_width) if experts else inter
     if cfg.get("enable_moe_block"):
         active_width += inter
@@ -459,21 +468,47 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     return None, None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a config.json field can hold (standard JSON has no NaN or Infinity)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} is given twice; keep one")
+        out[key] = value
+    return out
+
+
+def _check_range(key: str, value: int | float, where: str, what: str | None = None) -> None:
+    """Bounds from llmsweep.limits, so the arithmetic on these fields stays finite and exact."""
+    problem = check(CONFIG_FIELDS.get(key, key if key in RANGES else "config_width"), value)
+    if problem:
+        raise ConfigFileError(f"{where}: {what or f'field {key!r}'} {problem}")
+
+
 def load_config_file(path: str | Path) -> tuple[dict, Architecture]:
     """Read a local config.json (no network) and return its fields and architecture."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
     try:
-        raw = p.read_bytes()
+        raw = read_regular_file(p)
     except FileNotFoundError:
         raise ConfigFileError(f"{path}: file not found (give the path of a Hugging Face config.json)") from None
+    except UnreadableFile as e:
+        raise ConfigFileError(f"{path}: {e}") from None
     except OSError as e:
         raise ConfigFileError(f"{path}: cannot read the file ({e.strerror})") from None
     try:
-        cfg = json.loads(raw.decode("utf-8"))
+        cfg = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         raise ConfigFileError(f"{p}: not UTF-8 text; is this a config.json?") from None
     except json.JSONDecodeError as e:
         raise ConfigFileError(f"{p}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except ValueError as e:  # NaN / Infinity, or an integer of more than 4,300 digits
+        raise ConfigFileError(f"{p}: invalid JSON: {e}") from None
+    except RecursionError:
+        raise ConfigFileError(f"{p}: invalid JSON: nested too deeply to be a config.json") from None
     return cfg, read_config(cfg, where=str(p))

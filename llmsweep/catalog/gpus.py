@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llmsweep.limits import field as lim
+from llmsweep.limits import typed
+
 GIB = 2**30
 
 # When a GPU has no published rate for a dtype, the matmuls run in the next wider one.
@@ -19,7 +22,7 @@ DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8", "int4")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Source(_Strict):
@@ -31,21 +34,25 @@ class Source(_Strict):
 class DenseRates(_Strict):
     """Dense (no 2:4 sparsity) peak rates in TFLOP/s (TOPS for int8/int4); null = not published."""
 
-    fp32: float | None = Field(None, gt=0)
-    tf32: float | None = Field(None, gt=0)
-    fp16: float | None = Field(None, gt=0)
-    bf16: float | None = Field(None, gt=0)
-    fp8: float | None = Field(None, gt=0)
-    fp4: float | None = Field(None, gt=0)
-    int8: float | None = Field(None, gt=0)
-    int4: float | None = Field(None, gt=0)
+    fp32: typed("tflops") | None = lim("tflops", None)
+    tf32: typed("tflops") | None = lim("tflops", None)
+    fp16: typed("tflops") | None = lim("tflops", None)
+    bf16: typed("tflops") | None = lim("tflops", None)
+    fp8: typed("tflops") | None = lim("tflops", None)
+    fp4: typed("tflops") | None = lim("tflops", None)
+    int8: typed("tflops") | None = lim("tflops", None)
+    int4: typed("tflops") | None = lim("tflops", None)
 
 
 class Gpu(_Strict):
     """One GPU. Also the schema of a sweep's inline `gpus:` entries (only the first three are required)."""
 
-    memory_gb: float = Field(gt=0, description="Memory per GPU as the vendor labels it (GB labels are GiB).")
-    memory_bandwidth_gbps: float = Field(gt=0, description="Peak memory bandwidth, GB/s (10^9 bytes/s).")
+    memory_gb: typed("memory_gb") = lim(
+        "memory_gb", description="Memory per GPU as the vendor labels it (GB labels are GiB)."
+    )
+    memory_bandwidth_gbps: typed("memory_bandwidth_gbps") = lim(
+        "memory_bandwidth_gbps", description="Peak memory bandwidth, GB/s (10^9 bytes/s)."
+    )
     dense_tflops: DenseRates = Field(description="Dense peak TFLOP/s per dtype (int8/int4 in TOPS).")
     name: str | None = None
     vendor: str | None = None
@@ -55,14 +62,16 @@ class Gpu(_Strict):
     reference_id: str | None = None
     aliases: list[str] = []
     memory_type: str | None = None
-    tdp_w: float | None = Field(None, gt=0)
-    scale_up_gbps_per_direction: float | None = Field(
-        None, gt=0, description="NVLink / Infinity Fabric bandwidth per direction, GB/s."
+    tdp_w: typed("tdp_w") | None = lim("tdp_w", None)
+    scale_up_gbps_per_direction: typed("link_gbps") | None = lim(
+        "link_gbps", None, description="NVLink / Infinity Fabric bandwidth per direction, GB/s."
     )
-    nvlink_group: int = Field(1, ge=1, description="GPUs joined by the scale-up link.")
-    pcie_gbps_per_direction: float | None = Field(None, gt=0)
-    gpus_per_node: int = Field(8, ge=1, description="GPUs in one server; tp x pp may not exceed it.")
-    launch_year: int | None = None
+    nvlink_group: typed("gpu_group") = lim("gpu_group", 1, description="GPUs joined by the scale-up link.")
+    pcie_gbps_per_direction: typed("link_gbps") | None = lim("link_gbps", None)
+    gpus_per_node: typed("gpus_per_node") = lim(
+        "gpus_per_node", 8, description="GPUs in one server; tp x pp may not exceed it."
+    )
+    launch_year: typed("launch_year") | None = lim("launch_year", None)
     cloud_prices: list[dict] = []
     sources: list[Source] = []
     derived: list[str] = []

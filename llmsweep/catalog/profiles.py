@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from llmsweep.limits import RANGES, check, typed
+from llmsweep.limits import field as lim
 
 
 class Efficiency(BaseModel):
     """One set of profile parameters (see catalog/profiles.yaml for their meaning and units)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    bandwidth_efficiency: float = Field(gt=0, le=1)
-    compute_efficiency: float = Field(gt=0, le=1)
-    step_overhead_s: float = Field(ge=0)
-    layer_overhead_s: float = Field(ge=0)
-    allreduce_latency_s: float = Field(ge=0)
-    memory_reserve_fraction: float = Field(ge=0, lt=1)
-    runtime_overhead_bytes: float = Field(ge=0)
-    tp_buffer_bytes: float = Field(ge=0)
-    prefill_chunk_tokens: int = Field(gt=0)
+    bandwidth_efficiency: typed("efficiency") = lim("efficiency")
+    compute_efficiency: typed("efficiency") = lim("efficiency")
+    step_overhead_s: typed("overhead_s") = lim("overhead_s")
+    layer_overhead_s: typed("overhead_s") = lim("overhead_s")
+    allreduce_latency_s: typed("overhead_s") = lim("overhead_s")
+    memory_reserve_fraction: typed("reserve_fraction") = lim("reserve_fraction")
+    runtime_overhead_bytes: typed("overhead_bytes") = lim("overhead_bytes")
+    tp_buffer_bytes: typed("overhead_bytes") = lim("overhead_bytes")
+    prefill_chunk_tokens: typed("prefill_chunk_tokens") = lim("prefill_chunk_tokens")
     # An assumption, not fitted: with expert parallelism the busiest GPU's expert load over the
     # mean. Routing is never perfectly even; balancers (DeepSeek's EPLB) exist because of it.
-    expert_imbalance: float = Field(1.2, ge=1, le=4)
+    expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.2)
 
 
 class EngineOverrides(BaseModel):
@@ -49,6 +52,25 @@ class Profile(BaseModel):
     # middle 80 % of cross-validated errors (from `llmsweep calibrate --fit`); empty = no bands.
     bands: dict[str, list[float]] = {}
 
+    @model_validator(mode="after")
+    def _families_and_bands(self) -> Profile:
+        checks = [(f"families.{f}", f, "generic") for f in self.families]
+        for engine, o in self.engines.items():
+            checks += [(f"engines.{engine}.defaults", "", engine)]
+            checks += [(f"engines.{engine}.families.{f}", f, engine) for f in o.families]
+        for where, family, engine in checks:
+            try:
+                self.for_family(family, engine)
+            except ValueError as e:  # pydantic's ValidationError is a ValueError
+                raise ValueError(f"{where}: {_first_error(e)}") from None
+        for group, band in self.bands.items():
+            if len(band) != 2 or any(check("band_factor", f) for f in band) or band[0] > band[1]:
+                raise ValueError(
+                    f"bands.{group}: expected [low, high] with {RANGES['band_factor'].describe()} "
+                    f"and low <= high, got {band!r}"
+                )
+        return self
+
     def for_family(self, family: str, engine: str = "generic") -> Efficiency:
         """The parameters in force for a GPU family served by an engine."""
         by_engine = self.engines.get(engine) or EngineOverrides()
@@ -59,3 +81,11 @@ class Profile(BaseModel):
         for layer in layers:
             merged.update(layer or {})
         return Efficiency.model_validate(merged)
+
+
+def _first_error(e: ValueError) -> str:
+    errors = getattr(e, "errors", None)
+    if callable(errors):
+        err = errors()[0]
+        return f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
+    return str(e)

@@ -1,0 +1,224 @@
+"""The one place that says which numbers llmsweep accepts, and how big its input files may be.
+
+Every numeric input (sweep grid axes, workload, slo, costs, inline GPUs and models, config.json
+fields, efficiency profiles, `estimate` options) has a finite range here. The ranges are wide
+enough for any real or planned hardware and model, and narrow enough that the arithmetic of the
+estimator (float64 and Int64 columns) stays finite and exact: no NaN, no infinity, no overflow.
+NaN and ±inf are never accepted, and rates, sizes and speeds have a physical minimum (not just
+"> 0"), since a denormal bandwidth or power would turn times and energies into infinity. Pydantic
+fields are annotated with `typed(name)` (so the JSON Schema from `llmsweep schema` shows the
+bounds); plain values (config.json fields) use `check()`; the `estimate` options repeat three
+of the bounds as literals (a test keeps them equal).
+
+    name                      low          high        unit        why the bounds
+    tokens                    1            10,000,000  tokens      prompt / output / context lengths
+    batch                     1            1,000,000   sequences   concurrent sequences
+    parallel                  1            1,024       GPUs        tp and pp sizes
+    requests_per_s            0.000001     10,000,000  1/s
+    tokens_per_day            1            1e15        tokens/day
+    peak_factor               1            1,000       ratio
+    headroom                  0            10          ratio
+    redundancy                0            10,000      replicas
+    seconds (slo)             0.000001     1,000,000   s           a microsecond to 11.6 days
+    usd_per_gpu_hour          0            10,000      USD
+    purchase_usd              0            100,000,000 USD         per GPU
+    purchase_usd_per_server   0            1e9         USD
+    amortization_years        0.1          100         years       five weeks to a century
+    power_usd_per_kwh         0            100         USD/kWh
+    pue                       1            5           ratio
+    power_utilization         0.01         1           ratio
+    hosting_usd_per_kw_month  0            100,000     USD
+    top_n                     1            10,000      options
+    memory_gb                 0.1          100,000     GB (GiB)    per GPU
+    memory_bandwidth_gbps     1            1,000,000   GB/s
+    tflops                    0.001        1,000,000   TFLOP/s     per dtype, dense
+    tdp_w                     1            100,000     W
+    link_gbps                 0.1          100,000     GB/s        NVLink / PCIe per direction
+    gpu_group                 1            100,000     GPUs        nvlink_group
+    gpus_per_node             1            1,024       GPUs
+    launch_year               1990         2100        year
+    efficiency                0.001        1           fraction    bandwidth / compute efficiency
+    overhead_s                0            10          s           per step / layer / all-reduce
+    reserve_fraction          0            <1          fraction
+    overhead_bytes            0            1e13        bytes       runtime / tp buffers
+    prefill_chunk_tokens      1            10,000,000  tokens
+    band_factor               0.001        1,000       ratio       uncertainty bands
+    expert_imbalance          1            4           ratio       busiest expert-parallel GPU / mean
+    config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
+    config_count              1            65,536                  layers, heads, experts
+    config_vocab              1            100,000,000 tokens      vocab_size
+    config_context            1            2^31        tokens      max_position_embeddings, windows
+    params_total              1            1e15        parameters  a model's computed size
+
+Input files (sweeps, config.json, profiles) must be regular files of at most MAX_FILE_BYTES; a
+YAML document may nest at most MAX_YAML_DEPTH levels and expand to at most MAX_YAML_NODES nodes
+once its aliases are followed.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import stat
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from annotated_types import Interval
+from pydantic import AllowInfNan, BeforeValidator, Field
+
+MAX_FILE_BYTES = 4 * 2**20  # 4 MiB: the largest real sweep or config.json is a few tens of KiB
+MAX_YAML_DEPTH = 50  # nesting of mappings and sequences (a sweep needs about 6)
+MAX_YAML_NODES = 100_000  # nodes after following aliases (a large sweep has a few thousand)
+
+
+@dataclass(frozen=True)
+class Range:
+    low: float
+    high: float
+    unit: str
+    integer: bool = False
+    low_open: bool = False  # low itself is not allowed (> low)
+    high_open: bool = False  # high itself is not allowed (< high)
+
+    def describe(self) -> str:
+        lo = f"greater than {_num(self.low)}" if self.low_open else f"at least {_num(self.low)}"
+        hi = f"less than {_num(self.high)}" if self.high_open else f"at most {_num(self.high)}"
+        kind = "an integer" if self.integer else "a finite number"
+        return f"{kind} {lo} and {hi}" + (f" ({self.unit})" if self.unit else "")
+
+    def contains(self, v: float) -> bool:
+        if not math.isfinite(v):
+            return False
+        above = v > self.low if self.low_open else v >= self.low
+        below = v < self.high if self.high_open else v <= self.high
+        return above and below
+
+
+def _num(v: float) -> str:
+    if v == int(v) and abs(v) <= 1e8:
+        return f"{int(v):,}"
+    return f"{v:g}"
+
+
+RANGES: dict[str, Range] = {
+    "tokens": Range(1, 10_000_000, "tokens", integer=True),
+    "batch": Range(1, 1_000_000, "sequences", integer=True),
+    "parallel": Range(1, 1024, "GPUs", integer=True),
+    "requests_per_s": Range(1e-6, 10_000_000, "requests/s"),
+    "tokens_per_day": Range(1, 1e15, "tokens/day"),
+    "peak_factor": Range(1, 1000, "ratio"),
+    "headroom": Range(0, 10, "ratio"),
+    "redundancy": Range(0, 10_000, "replicas", integer=True),
+    "seconds": Range(1e-6, 1_000_000, "s"),
+    "usd_per_gpu_hour": Range(0, 10_000, "USD"),
+    "purchase_usd": Range(0, 100_000_000, "USD"),
+    "purchase_usd_per_server": Range(0, 1e9, "USD"),
+    "amortization_years": Range(0.1, 100, "years"),
+    "power_usd_per_kwh": Range(0, 100, "USD/kWh"),
+    "pue": Range(1, 5, "ratio"),
+    "power_utilization": Range(0.01, 1, "fraction"),
+    "hosting_usd_per_kw_month": Range(0, 100_000, "USD"),
+    "top_n": Range(1, 10_000, "options", integer=True),
+    "memory_gb": Range(0.1, 100_000, "GB"),
+    "memory_bandwidth_gbps": Range(1, 1_000_000, "GB/s"),
+    "tflops": Range(0.001, 1_000_000, "TFLOP/s"),
+    "tdp_w": Range(1, 100_000, "W"),
+    "link_gbps": Range(0.1, 100_000, "GB/s"),
+    "gpu_group": Range(1, 100_000, "GPUs", integer=True),
+    "gpus_per_node": Range(1, 1024, "GPUs", integer=True),
+    "launch_year": Range(1990, 2100, "year", integer=True),
+    "efficiency": Range(0.001, 1, "fraction"),
+    "overhead_s": Range(0, 10, "s"),
+    "reserve_fraction": Range(0, 1, "fraction", high_open=True),
+    "overhead_bytes": Range(0, 1e13, "bytes"),
+    "prefill_chunk_tokens": Range(1, 10_000_000, "tokens", integer=True),
+    "band_factor": Range(0.001, 1000, "ratio"),
+    "expert_imbalance": Range(1, 4, "ratio"),
+    "config_width": Range(1, 2**20, "", integer=True),
+    "config_count": Range(1, 65_536, "", integer=True),
+    "config_vocab": Range(1, 100_000_000, "tokens", integer=True),
+    "config_context": Range(1, 2**31, "tokens", integer=True),
+    "params_total": Range(1, 1e15, "parameters", integer=True),
+}
+
+# config.json fields read by catalog/architecture.py -> their range (any other key: config_width)
+CONFIG_FIELDS: dict[str, str] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers"), "config_count"),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads"), "config_count"),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts"), "config_count"),
+    **dict.fromkeys(("num_experts_per_tok", "experts_per_token", "n_shared_experts"), "config_count"),
+    "first_k_dense_replace": "config_count",
+    "vocab_size": "config_vocab",
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), "config_context"),
+}
+
+
+def check(name: str, value: Any) -> str | None:
+    """None when `value` is in the range `name`, else what is wrong (a phrase to follow the key)."""
+    r = RANGES[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be {r.describe()}, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be {r.describe()}, got {value!r} (NaN and infinity are not numbers llmsweep can use)"
+    if r.integer and int(value) != value:
+        return f"must be {r.describe()}, got {value!r}"
+    if not r.contains(value):
+        return f"must be {r.describe()}, got {value!r}"
+    return None
+
+
+def _reject_bool(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError(f"expected a number, got {str(v).lower()}")
+    return v
+
+
+def field(name: str, default: Any = ..., description: str | None = None) -> Any:
+    """The pydantic Field for a value of range `name` (the bounds live in `typed(name)`)."""
+    RANGES[name]  # noqa: B018 - a typo in the name fails at import
+    return Field(default, description=description)
+
+
+def number(name: str) -> Any:
+    """The annotated type (int or float, booleans refused) for range `name`, for use in lists."""
+    r = RANGES[name]
+    if r.integer:
+        return Annotated[Annotated[int, Interval(gt=int(r.low) - 1, le=int(r.high))], BeforeValidator(_reject_bool)]
+    low = {"gt": r.low} if r.low_open else {"ge": r.low}
+    high = {"lt": r.high} if r.high_open else {"le": r.high}
+    return Annotated[Annotated[float, Interval(**low, **high), AllowInfNan(False)], BeforeValidator(_reject_bool)]
+
+
+def typed(name: str) -> Any:
+    """The same as `number`: the annotation of a field of range `name` (pair with `field(name, ...)`)."""
+    return number(name)
+
+
+class UnreadableFile(Exception):
+    """An input path that is not a regular file of a sane size (the message follows the path)."""
+
+
+def read_regular_file(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES.
+
+    FileNotFoundError, IsADirectoryError and other OSErrors pass through; FIFOs, devices
+    (/dev/zero), sockets, paths with a NUL character and files over the limit raise
+    UnreadableFile, so nothing ever blocks on or reads an endless stream.
+    """
+    try:
+        st = os.stat(path)
+    except ValueError:
+        raise UnreadableFile("the path contains a NUL character; give the path of a file") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(st.st_mode):
+        raise UnreadableFile("is not a regular file (a FIFO, device or socket); give the path of a file")
+    too_big = f"is larger than {MAX_FILE_BYTES // 2**20} MiB, the limit for an input file; is this the right file?"
+    if st.st_size > MAX_FILE_BYTES:
+        raise UnreadableFile(too_big)
+    with open(path, "rb") as f:
+        raw = f.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise UnreadableFile(too_big)
+    return raw
