@@ -302,6 +302,40 @@ class _Resolver:
     def fail(self, path: KeyPath, message: str) -> None:
         self.problems.append(self.doc.problem(path, message))
 
+    def _inherited(self, path: KeyPath, existing: str | None, inherit: Any, catalog: Catalog) -> str | None | bool:
+        """The catalog GPU a new `gpus:` entry inherits from (`inherit: h200-sxm`), None without
+        one, False after reporting a problem."""
+        if inherit is None:
+            return None
+        if existing:
+            self.fail(
+                (*path, "inherit"), f"{path[-1]!r} is already the catalog's {existing}; `inherit` is for new GPUs"
+            )
+            return False
+        try:
+            return catalog.resolve_gpu(str(inherit)).id
+        except LlmsweepError as e:
+            self.fail((*path, "inherit"), str(e))
+            return False
+
+    def _warn_custom_gpu(self, gid: str, fields: dict) -> None:
+        """Notes for a new GPU that lacks a fact deciding what can run or how fast (validate prints them)."""
+        where = f"gpus.{gid}"
+        if "family" not in fields:
+            self.notes.append(
+                f"{where}: no `family` or `inherit`: the profile's defaults apply, not a GPU family's "
+                "(say e.g. `family: hopper`, or `inherit: h100-sxm` to start from a catalog GPU)"
+            )
+        if not fields.get("scale_up_gbps_per_direction") and not fields.get("pcie_gbps_per_direction"):
+            self.notes.append(
+                f"{where}: no interconnect bandwidth (scale_up_gbps_per_direction or pcie_gbps_per_direction): "
+                "every row with tp > 1 or ep > 1 on it cannot run"
+            )
+        if "gpus_per_node" not in fields:
+            self.notes.append(
+                f"{where}: gpus_per_node not given: 8 per server assumed (it caps tp x pp x dp_attention)"
+            )
+
     def _path(self, text: str) -> Path:
         p = Path(text).expanduser()
         return p if p.is_absolute() else self.base / p
@@ -320,10 +354,24 @@ class _Resolver:
                 )
                 continue
             given[same] = gid
-            data = {**catalog.gpu(existing).model_dump(), **fields} if existing else {"name": gid, **fields}
-            if existing and isinstance(fields.get("dense_tflops", {}), dict):  # else the model says what is wrong
+            fields = dict(fields)
+            base = self._inherited(path, existing, fields.pop("inherit", None), catalog)
+            if base is False:
+                self.broken.add(gid)
+                continue
+            if existing:
+                data = {**catalog.gpu(existing).model_dump(), **fields}
+            elif base is not None:  # a new GPU like a catalog one: its facts, not its names or prices
+                parent = catalog.gpu(base).model_dump()
+                parent.update(name=gid, aliases=[], reference_id=None, cloud_prices=[])
+                data = {**parent, **fields}
+            else:
+                data = {"name": gid, **fields}
+                self._warn_custom_gpu(gid, fields)
+            parent_id = existing or base
+            if parent_id and isinstance(fields.get("dense_tflops", {}), dict):  # else the model says what is wrong
                 data["dense_tflops"] = {
-                    **catalog.gpu(existing).dense_tflops.model_dump(),
+                    **catalog.gpu(parent_id).dense_tflops.model_dump(),
                     **fields.get("dense_tflops", {}),
                 }
             try:
@@ -332,7 +380,8 @@ class _Resolver:
                 self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
                 self.broken.add(gid)
                 continue
-            sweep_source = Source(ref="sweep", source=f"{self.doc.file}: gpus.{gid}", fields=sorted(fields))
+            what = f"{self.doc.file}: gpus.{gid}" + (f" (the rest inherited from {base})" if base else "")
+            sweep_source = Source(ref="sweep", source=what, fields=sorted(fields))
             gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
         named: dict[str, str] = {}
         for mid, fields in self.spec.models.items():
