@@ -217,7 +217,6 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
     peak = peak_requests_per_s(w)
     frame = frame.join(price_table(plan), on="gpu", how="left", maintain_order="left").with_columns(
         usd_per_hour=c.usd_per_gpu_hour * c.gpus,
-        requests_per_s_per_replica=c.output_tokens_per_s / c.output_tokens,
         meets_slo=meets_slo(plan.slo),
         tokens_per_joule=c.output_tokens_per_s / (c.gpus * c.gpu_tdp_w * pl.col("_power_utilization")),
     )

@@ -28,6 +28,8 @@ def frame(**over) -> pl.LazyFrame:
         "request_latency_s": 10.5,
         **over,
     }
+    # the estimate's requests/s: output_tokens_per_s / output_tokens (1,000 / 250 = 4)
+    row.setdefault("requests_per_s_per_replica", row["output_tokens_per_s"] / row["output_tokens"])
     bands = {f"band_{g}_{e}": None for g in ("decode", "prefill", "throughput") for e in ("low", "high")}
     speeds = {"decode_tokens_per_s_per_seq": 25.0, "decode_tokens_per_s": 1000.0}
     frame = pl.LazyFrame([{**speeds, **row}]).with_columns(pl.col("gpu").cast(pl.Categorical))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+REQUEST_OVERHEAD_S = 0.01  # fitted (grid capped at 10 ms): scripts/validate_load.py --fit
+BURST_SHARE = 0.2  # fitted on measured-load-dev.csv: scripts/validate_load.py --fit
+
 
 class Efficiency(BaseModel):
     """One set of profile parameters (see catalog/profiles.yaml for their meaning and units)."""
@@ -19,6 +22,10 @@ class Efficiency(BaseModel):
     runtime_overhead_bytes: float = Field(ge=0)
     tp_buffer_bytes: float = Field(ge=0)
     prefill_chunk_tokens: int = Field(gt=0)
+    # Serving under load (estimate/load.py). Defaults are the values fitted on measured-load-dev.csv by
+    # scripts/validate_load.py --fit, so that a profile file written before they existed keeps working.
+    request_overhead_s: float = Field(REQUEST_OVERHEAD_S, ge=0)
+    burst_share: float = Field(BURST_SHARE, ge=0, le=1)
 
 
 class Profile(BaseModel):
