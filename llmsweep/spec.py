@@ -91,11 +91,14 @@ class WorkloadSpec(_Strict):
 
 
 class SloSpec(_Strict):
-    """Latency targets; any subset."""
+    """Latency targets under load (the serving operating point, DESIGN.md §4); any subset."""
 
     ttft_s: float | None = Field(None, gt=0, description="Time to first token, seconds.")
-    tpot_s: float | None = Field(None, gt=0, description="Time per output token, seconds.")
-    request_latency_s: float | None = Field(None, gt=0, description="Whole-request latency, seconds.")
+    tpot_s: float | None = Field(None, gt=0, description="Time per output token users see, seconds (mean).")
+    request_latency_s: float | None = Field(None, gt=0, description="Whole-request latency, seconds (mean).")
+    percentile: Literal["mean", "p90", "p99"] = Field(
+        "mean", description="Which TTFT ttft_s bounds: the mean, or the 90th or 99th percentile."
+    )
 
 
 class CostSpec(_Strict):
