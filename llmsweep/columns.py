@@ -654,6 +654,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "max_batch",
     "bound",
     "decode_weight_fraction",
+    "decode_step_s",
     "decode_comm_s",
     "bytes_per_weight",
     "compute_dtype",

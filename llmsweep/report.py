@@ -140,7 +140,8 @@ def _why(r: dict) -> str:
             "a GPU with more FLOP/s would help"
         )
     elif bound == "communication":
-        text = f"communication-bound: tp={r['tp']} all-reduces take {r['decode_comm_s'] / r['tpot_s']:.0%} of each step"
+        share = r["decode_comm_s"] / r["decode_step_s"]
+        text = f"communication-bound: tp={r['tp']} all-reduces take {share:.0%} of each step"
     else:
         text = "fixed per-step costs dominate (a small model): larger batches amortise them"
     if r["batch"] >= r["max_batch"]:

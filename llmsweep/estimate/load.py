@@ -178,8 +178,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     tokens/s per user = S_out / R = output tokens/s / C: Little's law holds exactly. At C = 1:
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
-    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); the slot
-    wait, overhead and half iteration are added as constants and the burst is left out.
+    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait), or, when the
+    burst share reaches the tail, the wave's own quantile (_burst_quantile), whichever is larger;
+    the slot wait, overhead and half iteration are added as constants.
     """
     conc = (c.batch if concurrency is None else concurrency).cast(pl.Float64)
     n = pl.min_horizontal(conc, pl.max_horizontal(c.max_batch, 1).cast(pl.Float64))
@@ -287,7 +288,8 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
        s = ITL / 2 for the iteration running on arrival.
     4. The prefill queue is M/D/1: rho = lambda p_eff and Pollaczek-Khinchine's mean wait with a
        deterministic service time, W = rho p_eff / (2 (1 - rho)) (Kleinrock, Queueing Systems I,
-       1975, eq. 5.105). TTFT = p_eff + s + W; percentiles from the exponential tail of W.
+       1975, eq. 5.105). TTFT = o + p_eff + s + W (o = request_overhead_s); percentiles from the
+       exponential tail of W (_quantile_wait). No burst: Poisson arrivals carry their own bunching.
     5. R = TTFT + D, concurrency = lambda R, X = lambda, output tokens/s = lambda S_out.
     Saturated (all latency columns null, `saturated` true with a reason in load_note) when
     rho >= 1, the decode fixed point does not exist, or the implied concurrency exceeds max_batch.
