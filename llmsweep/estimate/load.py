@@ -104,7 +104,7 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     """Steps 1-4 of closed_loop for a given number of other requests decoding (column `b`): the b
     that R and D imply (column `out`), and with `final` also _R, _D, _peff, _step, _share. Uses the
     per-row columns _m (n - 1) and _M0. Staged so that each quantity is computed once, and written
-    with the cheapest polars operations (this runs on every row of a sweep, three times)."""
+    with the cheapest polars operations (this runs on every row of a sweep, twice)."""
     m, k, bb = pl.col("_m"), c.decode_steps, pl.col(b)
     f0, f1, m1 = c.step_fixed_s, c.step_compute_s_per_seq, c.step_memory_s_per_seq
     x = 1 + bb
@@ -163,11 +163,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        is the bottleneck (the asymptotic bound of operational analysis).
     5. p_eff and the roof depend on b, and b on R and D: b is the root of the decreasing function
        (n - 1) D(b) / R(b) - b on [0, n - 1]. Start from b0 = min(n - 1, k / n_c) (prefill-bound, a
-       prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), evaluate
-       the map at b0 and at the geometric mean of b0 and its image, and take the secant step
-       through the two residuals (three quadratic solves in all, no per-row loop). Against the exact
-       root, R is within 1 % and TTFT within 4 % wherever TTFT < 2 s; deep in the prefill-bound
-       regime (TTFT of tens of seconds) TTFT may be off by up to half.
+       prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), map it
+       once, and solve at the geometric mean of b0 and its image (two quadratic solves, no per-row
+       loop: this runs on every row of a sweep). Against the exact root, R is within 1.5 % and TTFT
+       within 10 % wherever TTFT < 2 s (0.2 % at the C = 8 case of tests/test_load.py); deep in the
+       prefill-bound regime (TTFT of tens of seconds) TTFT may be off by up to 80 %.
     6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
        GPU), and a share burst_share of requests arrives as one wave of n (a benchmark's first
        wave: they queue for prefill one behind another, (n + 1) / 2 x p on average).
@@ -191,16 +191,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         _b0=pl.min_horizontal(n - 1, c.prefill_bound_decoders),
     )
     lf = _solve_at(lf, "_b0", "_b1")
-    lf = lf.with_columns(_bg=(pl.col("_b0") * pl.col("_b1")).sqrt())
-    lf = _solve_at(lf, "_bg", "_b2")
-    # secant through (b0, b1 - b0) and (bg, b2 - bg) towards the root of b_new(b) - b
-    h0, h1 = pl.col("_b1") - pl.col("_b0"), pl.col("_b2") - pl.col("_bg")
-    secant = pl.col("_bg") - h1 * (pl.col("_bg") - pl.col("_b0")) / (h1 - h0)
-    best = pl.when((h1 - h0).abs() > 1e-12).then(secant).otherwise(pl.col("_bg"))
-    lf = lf.with_columns(_b=best.clip(lower_bound=0).fill_nan(0.0)).with_columns(
-        _b=pl.min_horizontal(pl.col("_b"), pl.col("_m"))
-    )
-    lf = _solve_at(lf, "_b", "_b3", final=True)
+    lf = lf.with_columns(_b=(pl.col("_b0") * pl.col("_b1")).sqrt())  # between b0 and its image
+    lf = _solve_at(lf, "_b", "_b2", final=True)
     m, k, p, peff = pl.col("_m"), c.decode_steps, c.first_token_s, pl.col("_peff")
     d = pl.col("_D")
     itl = pl.when(k > 0).then(d / k).otherwise(pl.col("_step") / (1 - m * p / pl.col("_R")))
@@ -216,7 +208,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     lf = lf.with_columns(_slot=r_n * (conc / (m + 1) - 1))
     first = pl.col("_o") + pl.col("_slot")  # every request's fixed part of TTFT
     busy = m * peff / pl.col("_R")
-    lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / busy, _lnb=busy.log())
+    lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / pl.max_horizontal(busy, 1e-300), _lnb=busy.log())
     wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
     out = (
         lf.with_columns(
@@ -224,13 +216,13 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
             + c.decode_comm_s
             + c.decode_overhead_s,
             tpot_s=itl,
-            decode_batch=1 + pl.col("_b"),
+            decode_batch=1 + pl.col("_b2"),  # the decode batch the solution implies: 1 + (n - 1) D / R
             ttft_s=first + t_q + pl.col("_burst"),
             request_latency_s=r_n + pl.col("_slot"),
             **{
                 f"ttft_{name}_s": first
                 + pl.max_horizontal(
-                    peff + (wait * pl.max_horizontal(ln_busy - math.log(1 - q), 0.0)).fill_nan(0.0),
+                    peff + wait * pl.max_horizontal(ln_busy - math.log(1 - q), 0.0),
                     _burst_quantile(p, m, q),
                 )
                 for name, q in PERCENTILES.items()
@@ -250,10 +242,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_M0",
         "_b0",
         "_b1",
-        "_bg",
         "_b2",
         "_b",
-        "_b3",
         "_R",
         "_D",
         "_peff",
