@@ -292,3 +292,19 @@ def test_slo_percentile_is_validated(tmp_path):
     with pytest.raises(SpecError) as e:
         load(path)
     assert "slo.percentile" in str(e.value) and "'mean', 'p90' or 'p99'" in str(e.value)
+
+
+def test_procurement_recommendations_read_consistently(procurement):
+    # plan.csv's operating point: tokens/s per user x concurrency = the replica's output tokens/s,
+    # = offered requests/s x output tokens; requests in flight = offered requests/s x latency (Little)
+    _, table = procurement
+    ok = table.filter(pl.col("meets_slo"))
+    assert ok.height > 0
+    per_user = ok["decode_tokens_per_s_per_seq"] * ok["concurrency"] / ok["output_tokens_per_s"]
+    assert per_user.is_between(0.999, 1.001).all()
+    assert (ok["output_tokens_per_s"] / (ok["offered_requests_per_s"] * 512)).is_between(0.999, 1.001).all()
+    assert (ok["concurrency"] / (ok["offered_requests_per_s"] * ok["request_latency_s"])).is_between(0.999, 1.001).all()
+    # each replica gets its share of the peak (20 x 2 = 40 requests/s), within its capacity
+    assert (ok["offered_requests_per_s"] * ok["replicas"] / 40).is_between(0.999, 1.001).all()
+    assert (ok["offered_requests_per_s"] * 1.2 <= ok["capacity_requests_per_s"] * 1.000001).all()
+    assert (ok["ttft_s"] <= 2.0).all() and (ok["tpot_s"] <= 0.05).all()
