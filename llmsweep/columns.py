@@ -352,7 +352,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "tokens/s",
             "Decode-step tokens/s",
-            "batch / decode_step_s: the decode step alone, an upper bound on output_tokens_per_s.",
+            "batch / decode_step_s: the decode step alone, with no prefill interleaved (the roofline's view; "
+            "output_tokens_per_s is what the replica delivers under load).",
         ),
         # The operating point at concurrency `batch` (estimate/load.py, docs/serving.md).
         (

@@ -70,7 +70,7 @@ def read(path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
                 "batch": r["batch"],
                 "engine": r["framework"].split(" ")[0],
                 "metric": r["metric"],
-                "measured": r["value"] * 1e-3,
+                "measured_s": r["value"] * 1e-3,
             }
         )
     return pl.DataFrame(mapped), pl.DataFrame(
@@ -90,7 +90,8 @@ def grid(rows: pl.DataFrame, profile) -> pl.DataFrame:
 
 
 def evaluate(rows: pl.DataFrame, base: pl.DataFrame, **params: float) -> pl.DataFrame:
-    """rows + `estimated` and `ratio` with profile parameters overridden by `params`."""
+    """rows + `estimated_s` and `ratio` (estimated / measured) with profile parameters overridden by
+    `params`."""
     frame = base.with_columns([pl.lit(v, dtype=base.schema[k]).alias(k) for k, v in params.items()])
     est = add_estimates(frame.lazy()).select(
         [pl.col(k).cast(pl.String) if k in ("gpu", "model", "precision") else pl.col(k) for k in CONFIG]
@@ -98,9 +99,13 @@ def evaluate(rows: pl.DataFrame, base: pl.DataFrame, **params: float) -> pl.Data
     )
     keyed = rows.with_columns(pl.col("batch").cast(pl.Int64))
     out = keyed.join(est.collect(), on=CONFIG, how="left")
-    return out.with_columns(
-        estimated=pl.when(pl.col("metric") == "ttft_ms").then(pl.col("ttft_s")).otherwise(pl.col("tpot_s"))
-    ).with_columns(ratio=pl.col("estimated") / pl.col("measured"))
+    return (
+        out.with_columns(
+            estimated_s=pl.when(pl.col("metric") == "ttft_ms").then(pl.col("ttft_s")).otherwise(pl.col("tpot_s"))
+        )
+        .with_columns(ratio=pl.col("estimated_s") / pl.col("measured_s"))
+        .drop("ttft_s", "tpot_s")
+    )
 
 
 def summary(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
@@ -141,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("path", nargs="?", type=Path, default=DEFAULT)
     ap.add_argument("--profile", default="default")
     ap.add_argument("--fit", action="store_true", help="fit the load parameters; report leave-one-model-out errors")
-    ap.add_argument("--csv", type=Path, help="write every row's measured and estimated values here")
+    ap.add_argument(
+        "--csv", type=Path, help="write every row's measured and estimated values (out of sample with --fit) here"
+    )
     args = ap.parse_args(argv)
     rows, skipped = read(args.path)
     total = rows.height + skipped.height
