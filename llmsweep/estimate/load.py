@@ -17,6 +17,10 @@ Ingredients (per replica; the `compute` module gives them unloaded):
             + fixed costs, linear in b except the experts an MoE batch touches (`step_s`)
     K       prefill_chunk_tokens: prompt tokens one engine iteration takes (profile)
     n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
+    o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
+    beta    burst_share: share of closed-loop requests arriving as one wave (profile, fitted)
+
+docs/serving.md has the derivations in prose, the fitted values and the errors on measured data.
 
 The engine (vLLM, SGLang, TensorRT-LLM in-flight batching) runs iterations; each iteration decodes
 one token of every running request and, when prompts are waiting, adds a prefill chunk of up to K
@@ -46,7 +50,7 @@ SLOT_WAIT = "concurrency exceeds max_batch: requests wait for a KV-cache slot"
 
 def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
-    compute.tpot_s at batch b: max(b x FLOPs/seq x s/FLOP, (weights read(b) + b x KV/seq) x s/byte)
+    compute.decode_terms at batch b: max(b x FLOPs/seq x s/FLOP, (weights read(b) + b x KV/seq) x s/byte)
     + 2 L (alpha + b x all-reduce bytes / link) + fixed per-step costs."""
     compute_s = b * c.decode_flops_per_sequence * c.seconds_per_flop
     memory_s = (weight_bytes_read(b) + b * c.decode_kv_bytes_per_sequence) * c.seconds_per_byte
