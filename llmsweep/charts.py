@@ -120,7 +120,7 @@ def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
     rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"]).filter(pl.col("fits"))
     rows = (
         rows.select(
-            "model", "gpu", "precision", "tp", "pp", "batch", "decode_tokens_per_s", "decode_tokens_per_s_per_seq"
+            "model", "gpu", "precision", "tp", "pp", "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq"
         )
         .unique(maintain_order=True)
         .collect()
@@ -128,12 +128,12 @@ def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
     rows = _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "batch"])
     return rows.unpivot(
         index=["model", "option", "batch"],
-        on=["decode_tokens_per_s", "decode_tokens_per_s_per_seq"],
+        on=["output_tokens_per_s", "decode_tokens_per_s_per_seq"],
         variable_name="measure",
         value_name="tokens_per_s",
     ).with_columns(
         measure=pl.col("measure").replace(
-            {"decode_tokens_per_s": "aggregate", "decode_tokens_per_s_per_seq": "per sequence"}
+            {"output_tokens_per_s": "replica (under load)", "decode_tokens_per_s_per_seq": "per user"}
         )
     )
 
@@ -143,8 +143,8 @@ def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
-            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="batch (concurrent sequences)"),
-            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="decode tokens/s"),
+            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)"),
+            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s"),
             color=alt.Color("option:N", title="GPU · weights · layout"),
             strokeDash=alt.StrokeDash("measure:N", title=None),
             tooltip=["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")],
@@ -191,7 +191,7 @@ def roofline_data(frame: pl.LazyFrame) -> pl.DataFrame:
             "batch",
             "bound",
             pl.col("arithmetic_intensity").alias("intensity"),
-            (pl.col("decode_flops_per_step") / pl.col("tpot_s") / pl.col("gpus")).alias("flops_per_s"),
+            (pl.col("decode_flops_per_step") / pl.col("decode_step_s") / pl.col("gpus")).alias("flops_per_s"),
             pl.col("peak_flops_per_s"),
             pl.col("memory_bandwidth_bytes_per_s"),
         )

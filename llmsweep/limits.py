@@ -44,6 +44,7 @@ of the bounds as literals (a test keeps them equal).
     prefill_chunk_tokens      1            10,000,000  tokens
     band_factor               0.001        1,000       ratio       uncertainty bands
     expert_imbalance          1            4           ratio       busiest expert-parallel GPU / mean
+    share                     0            1           fraction    burst_share (closed-loop first wave)
     config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
     config_count              1            65,536                  layers, heads, experts
     config_vocab              1            100,000,000 tokens      vocab_size
@@ -135,6 +136,7 @@ RANGES: dict[str, Range] = {
     "prefill_chunk_tokens": Range(1, 10_000_000, "tokens", integer=True),
     "band_factor": Range(0.001, 1000, "ratio"),
     "expert_imbalance": Range(1, 4, "ratio"),
+    "share": Range(0, 1, "fraction"),
     "config_width": Range(1, 2**20, "", integer=True),
     "config_count": Range(1, 65_536, "", integer=True),
     "config_vocab": Range(1, 100_000_000, "tokens", integer=True),

@@ -18,7 +18,7 @@ import polars as pl
 
 from llmsweep.catalog import Catalog
 from llmsweep.columns import c, higher_is_better, text
-from llmsweep.estimate import add_batch_estimates
+from llmsweep.estimate import add_batch_estimates, load
 from llmsweep.spec import CostSpec, SloSpec, Sweep, WorkloadSpec
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
@@ -160,7 +160,8 @@ def slo_checks(slo: SloSpec | None) -> list[tuple[str, pl.Expr, float]]:
     """(column, value, target) for each latency target the sweep sets."""
     if slo is None:
         return []
-    pairs = [("ttft_s", slo.ttft_s), ("tpot_s", slo.tpot_s), ("request_latency_s", slo.request_latency_s)]
+    ttft = load.quantile_name(slo.percentile)
+    pairs = [(ttft, slo.ttft_s), ("tpot_s", slo.tpot_s), ("request_latency_s", slo.request_latency_s)]
     return [(name, pl.col(name), target) for name, target in pairs if target is not None]
 
 
@@ -221,7 +222,6 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
     peak = peak_requests_per_s(w)
     frame = frame.join(price_table(plan), on="gpu", how="left", maintain_order="left").with_columns(
         usd_per_hour=c.usd_per_gpu_hour * c.gpus,
-        requests_per_s_per_replica=c.output_tokens_per_s / c.output_tokens,
         meets_slo=meets_slo(plan.slo),
         tokens_per_joule=c.output_tokens_per_s / (c.gpus * c.gpu_tdp_w * pl.col("_power_utilization")),
     )
@@ -309,15 +309,110 @@ def slo_batch(options: pl.DataFrame, slo: SloSpec | None, iterations: int = 40) 
     return lo.alias("slo_batch")
 
 
+def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
+    """Options sized for the workload (open loop, DESIGN.md §4): each replica's capacity is the largest
+    Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
+    load.max_rate); replicas = ceil(peak x (1 + headroom) / capacity) + redundancy; and the operating
+    point shown (TTFT mean and percentiles, TPOT, latency, concurrency, tokens/s per user and per
+    replica) is the one at the share of the peak each replica then gets, peak / replicas. Cost per
+    million tokens is the replica's at capacity; utilisation is average traffic / fleet capacity.
+    Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
+    and do not meet the SLO."""
+    w = plan.workload
+    checks = slo_checks(plan.slo)
+
+    def accept(_: pl.LazyFrame) -> pl.Expr:
+        ok = pl.lit(True)
+        for _name, value, target in checks:
+            ok = ok & (value <= target)
+        return ok
+
+    cap = load.max_rate(out, accept, iterations=30)
+    frame = out.with_columns(capacity_requests_per_s=cap, _peak=peak_requests_per_s(w)).with_columns(
+        _ok=c.fits & (c.capacity_requests_per_s > 0)
+    )
+    count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
+    frame = frame.with_columns(_replicas=pl.when("_ok").then(count).cast(pl.Int64))
+    frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
+    served = load.open_loop(frame.lazy(), pl.col("_rate").fill_null(0.0)).collect()
+    point = [
+        "decode_step_s",
+        "decode_batch",
+        "tpot_s",
+        "ttft_s",
+        "ttft_wait_s",
+        "ttft_p90_s",
+        "ttft_p99_s",
+        "request_latency_s",
+        "requests_per_s_per_replica",
+        "output_tokens_per_s",
+        "decode_tokens_per_s_per_seq",
+        "prefill_fraction",
+        "load_note",
+    ]
+    ok = pl.col("_ok")
+    frame = frame.with_columns(
+        [pl.when(ok).then(served[n]).otherwise(pl.col(n)).alias(n) for n in point]
+        + [
+            pl.when(ok).then(served["concurrency"]).otherwise(c.batch.cast(pl.Float64)).alias("concurrency"),
+            pl.when(ok).then(pl.col("_rate")).otherwise(c.requests_per_s_per_replica).alias("offered_requests_per_s"),
+        ]
+    )
+    avg = pl.col("_peak") / w.peak_factor
+    at_capacity = c.capacity_requests_per_s * c.output_tokens  # output tokens/s of a replica at capacity
+
+    def replicas_at(rate: pl.Expr) -> pl.Expr:
+        return ((pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy).cast(pl.Int64)
+
+    frame = frame.with_columns(
+        output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
+        meets_slo=ok & meets_slo(plan.slo),
+        replicas=pl.when(ok).then(pl.col("_replicas")).otherwise(c.replicas),
+        gpus_needed_low=pl.when(ok)
+        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_high")) * c.gpus)
+        .otherwise(c.gpus_needed_low),
+        gpus_needed_high=pl.when(ok)
+        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_low")) * c.gpus)
+        .otherwise(c.gpus_needed_high),
+        usd_per_million_output_tokens=pl.when(ok)
+        .then(c.usd_per_hour / (at_capacity * 3600) * 1e6)
+        .otherwise(c.usd_per_million_output_tokens),
+        usd_per_million_input_tokens=pl.when(ok)
+        .then(c.usd_per_hour / (c.capacity_requests_per_s * c.input_tokens * 3600) * 1e6)
+        .otherwise(c.usd_per_million_input_tokens),
+    ).with_columns(
+        gpus_needed=c.replicas * c.gpus,
+        utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
+    )
+    frame = frame.with_columns(
+        servers_needed=(c.gpus_needed / c.gpus_per_node).ceil().cast(pl.Int64),
+        fleet_usd_per_month=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_MONTH,
+        fleet_usd_per_million_output_tokens=c.gpus_needed * c.usd_per_gpu_hour / (avg * c.output_tokens * 3600) * 1e6,
+        tco_3y_usd=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_YEAR * 3,
+    )
+    return frame.with_columns(**band_columns()).drop("_peak", "_ok", "_replicas", "_rate")
+
+
 def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
     """Each option at its slo_batch (or batch 1 when none meets the targets), with every estimate and
-    plan column, the cost components and the assumptions used (plan.csv's columns and more)."""
+    plan column, the cost components and the assumptions used (plan.csv's columns and more). With a
+    workload, the operating point is the one at the traffic the plan assigns each replica
+    (at_traffic); without one, it is the closed loop at slo_batch."""
     base = lengths_frame.collect()
     if base.height == 0:
         return base
     batch = slo_batch(base, plan.slo)
     at = base.with_columns(slo_batch=batch, batch=pl.max_horizontal(batch, 1), batch_is_max=pl.lit(False))
-    out = add_plan_columns(add_batch_estimates(at.lazy()), plan).with_columns(slo_miss=slo_miss(plan.slo)).collect()
+    out = add_plan_columns(add_batch_estimates(at.lazy()), plan).collect()
+    if plan.workload is not None:
+        out = at_traffic(out, plan)
+    else:
+        out = out.with_columns(
+            concurrency=c.batch.cast(pl.Float64),
+            offered_requests_per_s=c.requests_per_s_per_replica,
+            capacity_requests_per_s=pl.when(c.meets_slo).then(c.requests_per_s_per_replica),
+        )
+    out = out.with_columns(slo_miss=slo_miss(plan.slo))
     parts = price_table(plan, components=True).select("gpu", *PRICE_COMPONENTS).collect()
     slo, w = plan.slo, plan.workload
     peak = peak_requests_per_s(w)
@@ -326,6 +421,7 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
         headroom=pl.lit(w.headroom if w else None, dtype=pl.Float64),
         redundancy=pl.lit(plan.redundancy if w else None, dtype=pl.Int64),
         ttft_target_s=pl.lit(slo.ttft_s if slo else None, dtype=pl.Float64),
+        ttft_percentile=pl.lit(slo.percentile if slo else None, dtype=pl.Categorical),
         tpot_target_s=pl.lit(slo.tpot_s if slo else None, dtype=pl.Float64),
         request_latency_target_s=pl.lit(slo.request_latency_s if slo else None, dtype=pl.Float64),
     )

@@ -156,7 +156,8 @@ def _why(r: dict) -> str:
             "a GPU with more FLOP/s would help"
         )
     elif bound == "communication":
-        text = f"communication-bound: tp={r['tp']} all-reduces take {r['decode_comm_s'] / r['tpot_s']:.0%} of each step"
+        share = r["decode_comm_s"] / r["decode_step_s"]
+        text = f"communication-bound: tp={r['tp']} all-reduces take {share:.0%} of each step"
     else:
         text = "fixed per-step costs dominate (a small model): larger batches amortise them"
     if r["batch"] >= r["max_batch"]:
@@ -282,7 +283,8 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             "label": BY_NAME[column].label if column in BY_NAME else column,
             "higher_is_better": higher,
         },
-        "slo": {k: v for k, v in slo.items() if v is not None},
+        "slo": {k: v for k, v in slo.items() if v is not None and k != "percentile"},
+        "slo_percentile": slo.get("percentile", "mean"),
         "workload": load,
         "prices": manifest.get("prices") or {},
         "recommendations": recs,

@@ -40,24 +40,35 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "fits",
         "max_batch",
     ),
-    "Prefill (one prompt)": (
+    "Prefill (one prompt, alone)": (
         "prefill_flops",
-        "ttft_s",
+        "prefill_s",
         "prefill_tokens_per_s",
         "prefill_arithmetic_intensity",
     ),
-    "Decode (one step, whole batch)": (
+    "Decode (one step, whole batch, no prefill)": (
         "decode_flops_per_step",
         "decode_bytes_per_step",
         "decode_compute_s",
         "decode_memory_s",
         "decode_comm_s",
         "decode_overhead_s",
-        "tpot_s",
-        "decode_tokens_per_s_per_seq",
+        "decode_step_s",
         "decode_tokens_per_s",
     ),
-    "Serving": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "request_latency_s"),
+    "Serving at this concurrency (continuous batching, chunked prefill)": (
+        "decode_batch",
+        "ttft_s",
+        "ttft_p90_s",
+        "ttft_p99_s",
+        "tpot_s",
+        "decode_tokens_per_s_per_seq",
+        "request_latency_s",
+        "requests_per_s_per_replica",
+        "output_tokens_per_s",
+        "output_tokens_per_s_per_gpu",
+        "prefill_fraction",
+    ),
     "Roofline": (
         "arithmetic_intensity",
         "ridge_point",
@@ -92,6 +103,8 @@ class Estimate:
             for n in names:
                 col = BY_NAME[n]
                 lines.append(f"  {col.label:<30} {format_value(col.unit, row[n])}")
+        if row["load_note"]:
+            lines.append(f"Load: {row['load_note']}")
         if row["reason"]:
             lines.append(f"Does not run: {row['reason']}")
         if row["notes"]:

@@ -126,11 +126,14 @@ class WorkloadSpec(_Strict):
 
 
 class SloSpec(_Strict):
-    """Latency targets; any subset."""
+    """Latency targets under load (the serving operating point, DESIGN.md §4); any subset."""
 
     ttft_s: typed("seconds") | None = lim("seconds", None, description="Time to first token, seconds.")
     tpot_s: typed("seconds") | None = lim("seconds", None, description="Time per output token, seconds.")
     request_latency_s: typed("seconds") | None = lim("seconds", None, description="Whole-request latency, seconds.")
+    percentile: Literal["mean", "p90", "p99"] = Field(
+        "mean", description="Which TTFT ttft_s bounds: the mean, or the 90th or 99th percentile."
+    )
 
 
 class CostSpec(_Strict):

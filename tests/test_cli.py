@@ -42,7 +42,7 @@ def test_estimate_table():
         "1",
     )
     assert r.exit_code == 0, r.output
-    assert "Tokens/s per sequence          151.3 tokens/s" in r.output
+    assert "Tokens/s per user              151.3 tokens/s" in r.output
     assert "Weights per GPU                13.48 GB (12.55 GiB)" in r.output
     assert "Profile: ideal" in r.output
 

@@ -140,11 +140,17 @@ def test_pipeline_parallel_adds_memory_not_speed():
 
 def test_serving_throughput_and_latency():
     row = estimate_row("default", gpu="h100-sxm", model=L31_8B, batch=16, input_tokens=1000, output_tokens=200)
-    # B x S_out / (S_out x TPOT + B x prefill) and TTFT + S_out x TPOT
-    expected = 16 * 200 / (200 * row["tpot_s"] + 16 * row["prefill_s"])
-    assert row["output_tokens_per_s"] == pytest.approx(expected)
-    assert row["request_latency_s"] == pytest.approx(row["ttft_s"] + 200 * row["tpot_s"])
+    # the operating point at concurrency 16 (estimate/load.py): R = TTFT + (S_out - 1) x TPOT,
+    # requests/s = C / R (Little), output tokens/s = requests/s x S_out, per user = output / C
+    assert row["request_latency_s"] == pytest.approx(row["ttft_s"] + 199 * row["tpot_s"])
+    assert row["requests_per_s_per_replica"] == pytest.approx(16 / row["request_latency_s"])
+    assert row["output_tokens_per_s"] == pytest.approx(row["requests_per_s_per_replica"] * 200)
+    assert row["decode_tokens_per_s_per_seq"] * 16 == pytest.approx(row["output_tokens_per_s"])
     assert row["output_tokens_per_s_per_gpu"] == row["output_tokens_per_s"]
+    # loaded figures are worse than the unloaded ones: prefill chunks stretch the step, prompts queue
+    assert row["tpot_s"] > row["decode_step_s"] and row["ttft_s"] > row["prefill_s"]
+    assert row["decode_tokens_per_s"] == pytest.approx(16 / row["decode_step_s"])
+    assert row["output_tokens_per_s"] < row["decode_tokens_per_s"]
 
 
 def test_roofline_and_bound():

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from llmsweep import pipeline
 from llmsweep.cli import main
-from llmsweep.columns import SCHEMA
+from llmsweep.columns import EXPORTED, SCHEMA
 from llmsweep.export import safe_csv_frame
 from llmsweep.report import f_md
 
@@ -95,7 +95,7 @@ FRAME_CASES = {
         "estimates.parquet",
         lambda p: pl.DataFrame({"a": [1], "b": ["x"]}).write_parquet(p),
         "column gpu is missing; column engine is missing; column model is missing; column precision is missing; "
-        f"column kv_precision is missing (and 89 more); {NOT_OURS}",
+        f"column kv_precision is missing (and {len(EXPORTED) - 5} more); {NOT_OURS}",
     ),
     "text column as boolean": (
         "estimates.parquet",

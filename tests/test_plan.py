@@ -28,6 +28,8 @@ def frame(**over) -> pl.LazyFrame:
         "request_latency_s": 10.5,
         **over,
     }
+    # the estimate's requests/s: output_tokens_per_s / output_tokens (1,000 / 250 = 4)
+    row.setdefault("requests_per_s_per_replica", row["output_tokens_per_s"] / row["output_tokens"])
     bands = {f"band_{g}_{e}": None for g in ("decode", "prefill", "throughput") for e in ("low", "high")}
     speeds = {"decode_tokens_per_s_per_seq": 25.0, "decode_tokens_per_s": 1000.0}
     frame = pl.LazyFrame([{**speeds, **row}]).with_columns(pl.col("gpu").cast(pl.Categorical))
@@ -219,3 +221,90 @@ def test_sensitivity_table(procurement):
     assert {r["change"] for r in rows} == {"-20%", "+20%"}
     for r in rows:
         assert r["flips"] == (r["runner_up"] < r["top"])
+
+
+# -- capacity from the loaded figures at the traffic each replica gets (estimate/load.py, DESIGN.md §4) --
+def issue_sweep(tmp_path, **slo) -> pl.DataFrame:
+    """The issue's example: Llama-3.1-70B fp8 on H200 tp2 at 30 requests/s, TTFT 1.5 s / TPOT 60 ms."""
+    sweep = {
+        "name": "issue9",
+        "grid": {
+            "gpu": ["h200-sxm"],
+            "model": ["meta-llama/Llama-3.1-70B"],
+            "precision": ["fp8"],
+            "tp": [2],
+            "input_tokens": [2048],
+            "output_tokens": [512],
+            "batch": [1, "max"],
+        },
+        "workload": {"requests_per_s": 30, "headroom": 0.2},
+        "slo": {"ttft_s": 1.5, "tpot_s": 0.06, **slo},
+        "costs": {"h200-sxm": {"usd_per_gpu_hour": 3.5}},
+    }
+    path = tmp_path / "issue9.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    from llmsweep.spec import load
+
+    return pipeline.compute_plan(load(path)).options
+
+
+def test_plan_sizes_replicas_from_the_loaded_figures_at_their_traffic(tmp_path):
+    (r,) = issue_sweep(tmp_path).to_dicts()
+    assert r["meets_slo"]
+    # replicas = ceil(30 x 1.2 / capacity) and each replica gets 30 / replicas requests/s
+    assert r["replicas"] == pytest.approx(-(-30 * 1.2 // r["capacity_requests_per_s"]))
+    assert r["offered_requests_per_s"] == pytest.approx(30 / r["replicas"])
+    assert r["offered_requests_per_s"] * 1.2 <= r["capacity_requests_per_s"] * (1 + 1e-9)
+    # the operating point is consistent: Little, tokens/s per user x concurrency = replica tokens/s
+    assert r["concurrency"] == pytest.approx(r["offered_requests_per_s"] * r["request_latency_s"])
+    assert r["decode_tokens_per_s_per_seq"] * r["concurrency"] == pytest.approx(r["output_tokens_per_s"])
+    assert r["output_tokens_per_s"] == pytest.approx(r["offered_requests_per_s"] * 512)
+    assert r["request_latency_s"] == pytest.approx(r["ttft_s"] + 511 * r["tpot_s"])
+    # and it meets the targets it was sized for, at its share of the peak
+    assert r["ttft_s"] <= 1.5 and r["tpot_s"] <= 0.06
+    # cost per token is the replica's at capacity: USD/h / (capacity x 512 x 3,600) x 10^6
+    assert r["usd_per_million_output_tokens"] == pytest.approx(7.0 / (r["capacity_requests_per_s"] * 512 * 3600) * 1e6)
+
+
+def test_a_percentile_target_needs_at_least_as_many_replicas(tmp_path):
+    (mean,) = issue_sweep(tmp_path).to_dicts()
+    (p99,) = issue_sweep(tmp_path, percentile="p99", ttft_s=0.5).to_dicts()
+    (mean_tight,) = issue_sweep(tmp_path, ttft_s=0.5).to_dicts()
+    assert p99["ttft_percentile"] == "p99" and p99["ttft_p99_s"] <= 0.5
+    assert p99["capacity_requests_per_s"] <= mean_tight["capacity_requests_per_s"]
+    assert p99["replicas"] >= mean_tight["replicas"] >= mean["replicas"]
+
+
+def test_slo_percentile_is_validated(tmp_path):
+    from llmsweep.errors import SpecError
+    from llmsweep.spec import load
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "bad",
+                "grid": {"gpu": ["l4"], "model": ["llama-3.1-8b"]},
+                "slo": {"ttft_s": 1, "percentile": "p95"},
+            }
+        )
+    )
+    with pytest.raises(SpecError) as e:
+        load(path)
+    assert "slo.percentile" in str(e.value) and "'mean', 'p90' or 'p99'" in str(e.value)
+
+
+def test_procurement_recommendations_read_consistently(procurement):
+    # plan.csv's operating point: tokens/s per user x concurrency = the replica's output tokens/s,
+    # = offered requests/s x output tokens; requests in flight = offered requests/s x latency (Little)
+    _, table = procurement
+    ok = table.filter(pl.col("meets_slo"))
+    assert ok.height > 0
+    per_user = ok["decode_tokens_per_s_per_seq"] * ok["concurrency"] / ok["output_tokens_per_s"]
+    assert per_user.is_between(0.999, 1.001).all()
+    assert (ok["output_tokens_per_s"] / (ok["offered_requests_per_s"] * 512)).is_between(0.999, 1.001).all()
+    assert (ok["concurrency"] / (ok["offered_requests_per_s"] * ok["request_latency_s"])).is_between(0.999, 1.001).all()
+    # each replica gets its share of the peak (20 x 2 = 40 requests/s), within its capacity
+    assert (ok["offered_requests_per_s"] * ok["replicas"] / 40).is_between(0.999, 1.001).all()
+    assert (ok["offered_requests_per_s"] * 1.2 <= ok["capacity_requests_per_s"] * 1.000001).all()
+    assert (ok["ttft_s"] <= 2.0).all() and (ok["tpot_s"] <= 0.05).all()

@@ -60,7 +60,9 @@ def test_fewer_bytes_per_weight_never_slower(cfg):
     # 16-bit weights vs a 4-bit weight-only format computing in the same 16-bit dtype
     wide, narrow = run(cfg, precision=["fp16", "int4"])
     assert narrow["weight_bytes"] < wide["weight_bytes"]
-    assert narrow["tpot_s"] <= wide["tpot_s"] * (1 + 1e-12)
+    assert narrow["decode_step_s"] <= wide["decode_step_s"] * (
+        1 + 1e-12
+    )  # the step; loaded TPOT also depends on how many run
     assert narrow["prefill_s"] <= wide["prefill_s"] * (1 + 1e-12)
 
 

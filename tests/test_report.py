@@ -190,7 +190,7 @@ def test_decode_chart_data(frame):
         (pl.col("model") == "meta-llama/Llama-3.1-8B")
         & (pl.col("option") == "h100-sxm · bf16 · tp1 pp1")
         & (pl.col("batch") == 16)
-        & (pl.col("measure") == "aggregate")
+        & (pl.col("measure") == "replica (under load)")
     )
     expected = frame.filter(
         (pl.col("model") == "meta-llama/Llama-3.1-8B")
@@ -198,7 +198,7 @@ def test_decode_chart_data(frame):
         & (pl.col("precision") == "bf16")
         & (pl.col("batch") == 16)
     ).collect()
-    assert row["tokens_per_s"].item() == expected["decode_tokens_per_s"].item()
+    assert row["tokens_per_s"].item() == expected["output_tokens_per_s"].item()
 
 
 def test_ttft_and_roofline_chart_data(frame):

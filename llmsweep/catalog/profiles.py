@@ -7,6 +7,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from llmsweep.limits import RANGES, check, typed
 from llmsweep.limits import field as lim
 
+REQUEST_OVERHEAD_S = 0.01  # fitted (grid capped at 10 ms): scripts/validate_load.py --fit
+BURST_SHARE = 0.2  # fitted on measured-load-dev.csv: scripts/validate_load.py --fit
+
 
 class Efficiency(BaseModel):
     """One set of profile parameters (see catalog/profiles.yaml for their meaning and units)."""
@@ -25,6 +28,10 @@ class Efficiency(BaseModel):
     # An assumption, not fitted: with expert parallelism the busiest GPU's expert load over the
     # mean. Routing is never perfectly even; balancers (DeepSeek's EPLB) exist because of it.
     expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.2)
+    # Serving under load (estimate/load.py). Defaults are the values fitted on measured-load-dev.csv by
+    # scripts/validate_load.py --fit, so that a profile file written before they existed keeps working.
+    request_overhead_s: typed("overhead_s") = lim("overhead_s", REQUEST_OVERHEAD_S)
+    burst_share: typed("share") = lim("share", BURST_SHARE)
 
 
 class EngineOverrides(BaseModel):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import EXPORTED, SCHEMA, c
-from llmsweep.estimate import compute, memory, parallel, serving
+from llmsweep.estimate import compute, load, memory, parallel
 
 
 def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -71,15 +71,15 @@ def add_length_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             prefill_arithmetic_intensity=c.prefill_flops / compute.prefill_bytes(),
         )
         .with_columns(
-            ttft_s=c.prefill_s,
             prefill_tokens_per_s=pl.when(c.input_tokens > 0).then(c.input_tokens / c.prefill_s),
+            **load.step_coefficients(),
         )
     )
 
 
 def add_batch_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Columns that depend on the batch: the batch in force (`max` resolved), memory at that
-    batch, the decode step, serving."""
+    """Columns that depend on the batch: the concurrency in force (`max` resolved), memory at that
+    batch, the decode step, and the serving operating point at that concurrency (estimate/load.py)."""
     return (
         frame.with_columns(batch=pl.when(c.batch_is_max).then(pl.max_horizontal(c.max_batch, 1)).otherwise(c.batch))
         .with_columns(group_batch=(c.batch / c.dp_attention).ceil().cast(pl.Int64))
@@ -101,16 +101,13 @@ def add_batch_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             & c.layout_reason.is_null()
             & (c.context_tokens <= c.max_context_tokens).fill_null(True),
             reason=parallel.row_reason(),
-            tpot_s=compute.tpot_s(),
-        )
-        .with_columns(
             bound=compute.bound(),
-            decode_tokens_per_s_per_seq=1 / c.tpot_s,
-            decode_tokens_per_s=c.batch / c.tpot_s,
-            output_tokens_per_s=serving.output_tokens_per_s(),
-            request_latency_s=serving.request_latency_s(),
         )
-        .with_columns(output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus)
+        .pipe(load.closed_loop)
+        .with_columns(
+            decode_tokens_per_s=c.batch / c.decode_step_s,
+            output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
+        )
     )
 
 

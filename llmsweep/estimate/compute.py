@@ -161,18 +161,14 @@ def decode_bytes_per_step() -> pl.Expr:
 
 
 def decode_terms() -> dict[str, pl.Expr]:
-    """The four decode-step terms [s]; TPOT = max(compute, memory) + communication + overhead."""
+    """The four decode-step terms [s]; the step = max(compute, memory) + communication + overhead
+    (decode_step_s; under load the step users see is stretched by prefill: estimate/load.py)."""
     return {
         "decode_compute_s": c.decode_flops_per_step * c.seconds_per_flop,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
         "decode_comm_s": allreduce_s(c.group_batch) + alltoall_s(c.group_batch),
         "decode_overhead_s": c.fixed_step_s,
     }
-
-
-def tpot_s() -> pl.Expr:
-    """Time per output token: max(compute, memory) + all-reduces + fixed costs."""
-    return pl.max_horizontal(c.decode_compute_s, c.decode_memory_s) + c.decode_comm_s + c.decode_overhead_s
 
 
 def bound() -> pl.Expr:

@@ -1,0 +1,393 @@
+"""Serving under load: one replica doing continuous batching with chunked prefill (DESIGN.md §4).
+
+A replica serves identical requests of S_in prompt and S_out output tokens. Two ways to load it:
+
+- **closed loop** at a concurrency C (the batch axis): C clients, each sends its next request the
+  moment its last one ends (how `benchmark_serving --max-concurrency` and aiconfigurator measure);
+- **open loop** at a request rate lambda (Poisson arrivals), as a capacity plan assigns traffic.
+
+Both give the same mutually consistent figures: TTFT (mean and percentiles), the inter-token
+latency users see (`tpot_s`), request latency R = TTFT + (S_out - 1) x ITL, requests/s X and
+output tokens/s X x S_out, with Little's law exact by construction (C = X x R).
+
+Ingredients (per replica; the `compute` module gives them unloaded):
+
+    p       prefill_s: one prompt prefilled alone (compute-bound)
+    t(b)    decode step with b sequences at the mean context: max(compute, memory) + tp all-reduces
+            + fixed costs, linear in b except the experts an MoE batch touches (`step_s`)
+    K       prefill_chunk_tokens: prompt tokens one engine iteration takes (profile)
+    n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
+    o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
+    beta    burst_share: share of closed-loop requests arriving as one wave (profile, fitted)
+
+docs/serving.md has the derivations in prose, the fitted values and the errors on measured data.
+
+The engine (vLLM, SGLang, TensorRT-LLM in-flight batching) runs iterations; each iteration decodes
+one token of every running request and, when prompts are waiting, adds a prefill chunk of up to K
+tokens (Sarathi-Serve's chunked prefill with decode piggybacking: Agrawal et al., OSDI 2024).
+Seen from a decoding request, the others' prefill work is spread over its iterations; seen from a
+prompt, the others' decode steps ride in each of its chunk iterations. Assumptions: identical
+requests, first-come first-served prefill, prefill time additive to the decode step (no overlap
+credit), no preemption, no prefix cache, no speculative decoding, no prefill/decode
+disaggregation (each would enter as a change of p, t(b) or the queue below).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import polars as pl
+
+from llmsweep.columns import c, text
+from llmsweep.estimate.compute import weight_bytes_read
+from llmsweep.estimate.parallel import allreduce_s, alltoall_s
+
+PERCENTILES = {"p90": 0.9, "p99": 0.99}
+SATURATED = "saturated: the request rate exceeds what the replica can serve"
+SLOT_WAIT = "concurrency exceeds max_batch: requests wait for a KV-cache slot"
+
+
+def step_s(b: pl.Expr) -> pl.Expr:
+    """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
+    compute.decode_terms at batch b: max(g x FLOPs/seq x s/FLOP, (weights read(b) + g x KV/seq) x s/byte)
+    + 2 L (alpha + g x all-reduce bytes / link) + expert all-to-alls + fixed per-step costs, where
+    g = b / dp_attention is the share of an attention group (= b without attention data parallelism)."""
+    g = b / c.dp_attention
+    compute_s = g * c.decode_flops_per_sequence * c.seconds_per_flop
+    memory_s = (weight_bytes_read(b) + g * c.decode_kv_bytes_per_sequence) * c.seconds_per_byte
+    return pl.max_horizontal(compute_s, memory_s) + allreduce_s(g) + alltoall_s(g) + c.fixed_step_s
+
+
+def first_token_s() -> pl.Expr:
+    """p: GPU time to a request's first token when it runs alone: its prefill, or for an empty prompt
+    the one forward pass (a decode step at batch 1) that produces the first token."""
+    return pl.when(c.input_tokens > 0).then(c.prefill_s).otherwise(step_s(pl.lit(1.0)))
+
+
+def prefill_chunks() -> pl.Expr:
+    """n_c = S_in / K: the share of engine iterations one prompt's prefill fills. Fractional: prompts
+    shorter than K share an iteration (and the decode step riding in it) with other prompts."""
+    return c.input_tokens / c.prefill_chunk_tokens
+
+
+def _riders(others: pl.Expr) -> pl.Expr:
+    """Time the other requests' decode steps add to one iteration: t(others) when at least one other
+    request decodes, scaled down linearly to 0 as the mean number of others falls to 0 (so a lone
+    request's prefill runs alone, as at C = 1)."""
+    return pl.min_horizontal(others, 1.0) * step_s(pl.max_horizontal(others, 1.0))
+
+
+def _quantile_wait(mean_wait: pl.Expr, busy: pl.Expr, q: float) -> pl.Expr:
+    """q-quantile of a waiting time that is 0 with probability 1 - busy and otherwise exponential with
+    mean E[W] / busy: P(W > w) = busy x exp(-w busy / E[W]), so w_q = E[W] / busy x ln(busy / (1 - q))
+    when busy > 1 - q, else 0. Exact for M/M/1; the usual exponential (Kingman heavy-traffic) tail
+    approximation for M/G/1."""
+    tail = mean_wait / busy * (busy / (1 - q)).log()
+    return pl.when(busy > 1 - q).then(tail).otherwise(0.0)
+
+
+# -- closed loop: C clients ----------------------------------------------------------------------------------------
+def step_coefficients() -> dict[str, pl.Expr]:
+    """Per (layout, lengths): t(b) = max(F0 + F1 b, M0 + M1 b) on the compute and the memory roof,
+    F0 = collective latencies + fixed costs, F1 = (FLOPs/seq x s/FLOP + communication per token) / dp,
+    M1 = (KV/seq x s/byte + communication per token) / dp, dp = dp_attention (each attention group
+    carries its share of the sequences); M0 adds the weights read, per row: see closed_loop."""
+    comm = c.allreduce_s_per_token + c.alltoall_s_per_token
+    return {
+        "step_fixed_s": c.allreduce_fixed_s + c.alltoall_fixed_s + c.fixed_step_s,
+        "step_compute_s_per_seq": (c.decode_flops_per_sequence * c.seconds_per_flop + comm) / c.dp_attention,
+        "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte + comm) / c.dp_attention,
+        "first_token_s": first_token_s(),
+        "prefill_chunks": prefill_chunks(),
+        "decode_steps": (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64),
+        "half_inv_decode_steps": pl.when(c.output_tokens > 1).then(0.5 / (c.output_tokens - 1)).otherwise(0.0),
+        "prefill_bound_decoders": pl.when(c.input_tokens > 0)
+        .then((c.output_tokens - 1).clip(lower_bound=0) / prefill_chunks())
+        .otherwise(float("inf")),
+    }
+
+
+def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.LazyFrame:
+    """Steps 1-4 of closed_loop for a given number of other requests decoding (column `b`): the b
+    that R and D imply (column `out`), and with `final` also _R, _D, _peff, _step, _share. Uses the
+    per-row columns _m (n - 1) and _M0. Staged so that each quantity is computed once, and written
+    with the cheapest polars operations (this runs on every row of a sweep, twice)."""
+    m, k, bb = pl.col("_m"), c.decode_steps, pl.col(b)
+    f0, f1, m1 = c.step_fixed_s, c.step_compute_s_per_seq, c.step_memory_s_per_seq
+    x = 1 + bb
+    lf = lf.with_columns(_cr=f0 + f1 * x, _mr=pl.col("_M0") + m1 * x, _share=pl.min_horizontal(bb, 1.0))
+    on_memory = (pl.col("_mr") >= pl.col("_cr")).cast(pl.Float64)
+    lf = lf.with_columns(_slope=f1 + (m1 - f1) * on_memory, _step=pl.max_horizontal("_cr", "_mr"))  # t(1 + b)
+    slope, step, share = pl.col("_slope"), pl.col("_step"), pl.col("_share")
+    lf = lf.with_columns(
+        _peff=c.first_token_s + c.prefill_chunks * share * (step - slope),  # + t(b) riding in its chunks
+        _c1=k * (step - slope * bb),  # k (A + B): the decode phase at zero load
+        _cc=m * (c.first_token_s + k * slope),
+    )
+    peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
+    lf = lf.with_columns(_a=m * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
+    a, q = pl.col("_a"), pl.col("_q")
+    half = (a + cc + peff + q) / 2
+    lf = lf.with_columns(_R=half + pl.max_horizontal(half * half - (a * cc + peff * cc + q * a), 0.0).sqrt())
+    lf = lf.with_columns(_D=c1 * pl.col("_R") / pl.max_horizontal(pl.col("_R") - cc, 1e-300))
+    lf = lf.with_columns(**{out: m * pl.col("_D") / pl.col("_R")})
+    scratch = ["_cr", "_mr", "_slope", "_c1", "_cc", "_a", "_q"]
+    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share"])
+
+
+def _burst_quantile(p: pl.Expr, m: pl.Expr, q: float) -> pl.Expr:
+    """A lower bound on the q-quantile of TTFT (less the fixed parts) in a closed loop whose share
+    burst_share of requests arrives as one wave of n = m + 1: in a wave the j-th prompt waits for j - 1
+    prefills, so its TTFT is uniform on [p, n p]; the mixture's tail above q lies in the wave when
+    burst_share > 1 - q, at the wave's quantile q' = 1 - (1 - q) / burst_share."""
+    inner = 1 - (1 - q) / c.burst_share
+    return pl.when(c.burst_share > 1 - q).then(p * (1 + inner * m)).otherwise(0.0)
+
+
+def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.LazyFrame:
+    """The operating point at concurrency C (default: the `batch` column). Needs the columns of
+    step_coefficients. Adds decode_step_s, decode_batch, tpot_s, ttft_s, ttft_wait_s, ttft_p90_s,
+    ttft_p99_s, request_latency_s, requests_per_s_per_replica, output_tokens_per_s,
+    decode_tokens_per_s_per_seq, prefill_fraction and load_note.
+
+    Derivation. Let n = min(C, max_batch) requests hold a KV slot (the rest wait for one), k =
+    S_out - 1, and let a request spend TTFT in prefill and D = k ITL decoding, R = TTFT + D, X = n / R.
+
+    1. Others decoding while a request decodes: b = (n - 1) D / R (each other request decodes a
+       share D / R of its time); the decode batch is 1 + b.
+    2. Others' prefill takes a share u = (n - 1) p / R of the replica's time (X (n-1)/n prompts per
+       second, p each) and the iterations carry it on top of the decode step:
+       ITL = t(1 + b) / (1 - u). With t(1 + b) = A + B (1 + b) on the roof in force and b = (n-1) D/R
+       this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p + k B).
+    3. A prompt's own service: p_eff = p + n_c t(b) (the others' decode steps ride in its chunk
+       iterations), and it first waits half an iteration, s = ITL / 2, for the running one (0 alone).
+    4. Waiting behind other prompts: the prefill queue is first-come first-served with n customers
+       in a closed loop. Mean-value analysis with Schweitzer's approximation (an arriving request
+       sees (n - 1) / n of the mean queue, Q = X T_q; Lazowska et al., Quantitative System
+       Performance, 1984, ch. 6) gives T_q = p_eff R / (R - a), a = (n - 1) p_eff.
+       R = T_q + s + D is then a quadratic: (R - a)(R - c) = p_eff (R - c) + c1 (1 + 1/(2k)) (R - a),
+       larger root. It tends to R = p_eff + s + D when prompts rarely meet and to n p_eff when prefill
+       is the bottleneck (the asymptotic bound of operational analysis).
+    5. p_eff and the roof depend on b, and b on R and D: b is the root of the decreasing function
+       (n - 1) D(b) / R(b) - b on [0, n - 1]. Start from b0 = min(n - 1, k / n_c) (prefill-bound, a
+       prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), map it
+       once, and solve at the geometric mean of b0 and its image (two quadratic solves, no per-row
+       loop: this runs on every row of a sweep). Against the exact root, R is within 1.5 % and TTFT
+       within 10 % wherever TTFT < 2 s (0.2 % at the C = 8 case of tests/test_load.py); deep in the
+       prefill-bound regime (TTFT of tens of seconds) TTFT may be off by up to 80 %.
+    6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
+       GPU), and a share burst_share of requests arrives as one wave of n (a benchmark's first
+       wave: they queue for prefill one behind another, (n + 1) / 2 x p on average).
+    7. More clients than slots (C > n): the n in service complete X = n / R_n per second, so by
+       Little R = C / X and each request waits R - R_n for a slot before its prefill.
+
+    Then TTFT = R - D, tpot_s = ITL = D / k, requests/s = C / R, output tokens/s = X S_out and
+    tokens/s per user = S_out / R = output tokens/s / C: Little's law holds exactly. At C = 1:
+    b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
+    figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
+    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait), or, when the
+    burst share reaches the tail, the wave's own quantile (_burst_quantile), whichever is larger;
+    the slot wait, overhead and half iteration are added as constants.
+    """
+    conc = (c.batch if concurrency is None else concurrency).cast(pl.Float64)
+    n = pl.min_horizontal(conc, pl.max_horizontal(c.max_batch, 1).cast(pl.Float64))
+    lf = frame.with_columns(
+        _m=n - 1,
+        # weights read per step at this batch (MoE: the experts it touches) + fixed costs
+        _M0=c.step_fixed_s + c.decode_weight_fraction * c.decode_memory_s,
+        _b0=pl.min_horizontal(n - 1, c.prefill_bound_decoders),
+    )
+    lf = _solve_at(lf, "_b0", "_b1")
+    lf = lf.with_columns(_b=(pl.col("_b0") * pl.col("_b1")).sqrt())  # between b0 and its image
+    lf = _solve_at(lf, "_b", "_b2", final=True)
+    m, k, p, peff = pl.col("_m"), c.decode_steps, c.first_token_s, pl.col("_peff")
+    d = pl.col("_D")
+    itl = pl.when(k > 0).then(d / k).otherwise(pl.col("_step") / (1 - m * p / pl.col("_R")))
+    lf = lf.with_columns(_itl=itl)
+    itl = pl.col("_itl")
+    s = pl.col("_share") * itl / 2
+    lf = lf.with_columns(_s=s, _tq=pl.col("_R") - d - s)
+    t_q, s = pl.col("_tq"), pl.col("_s")
+    burst = c.burst_share * pl.max_horizontal(p * (m + 2) / 2 - t_q - s, 0.0)
+    lf = lf.with_columns(_burst=burst, _o=c.request_overhead_s + s)
+    lf = lf.with_columns(_rn=pl.col("_o") + t_q + pl.col("_burst") + d)
+    r_n = pl.col("_rn")
+    lf = lf.with_columns(_slot=r_n * (conc / (m + 1) - 1))
+    first = pl.col("_o") + pl.col("_slot")  # every request's fixed part of TTFT
+    busy = m * peff / pl.col("_R")
+    lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / pl.max_horizontal(busy, 1e-300), _lnb=busy.log())
+    wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
+    out = (
+        lf.with_columns(
+            decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
+            + c.decode_comm_s
+            + c.decode_overhead_s,
+            tpot_s=itl,
+            decode_batch=1 + pl.col("_b2"),  # the decode batch the solution implies: 1 + (n - 1) D / R
+            ttft_s=first + t_q + pl.col("_burst"),
+            request_latency_s=r_n + pl.col("_slot"),
+            **{
+                f"ttft_{name}_s": first
+                + pl.max_horizontal(
+                    peff + wait * pl.max_horizontal(ln_busy - math.log(1 - q), 0.0),
+                    _burst_quantile(p, m, q),
+                )
+                for name, q in PERCENTILES.items()
+            },
+            load_note=pl.when(conc > m + 1).then(text(SLOT_WAIT)),
+        )
+        .with_columns(
+            ttft_wait_s=c.ttft_s - p,
+            requests_per_s_per_replica=conc / c.request_latency_s,
+            decode_tokens_per_s_per_seq=c.output_tokens / c.request_latency_s,
+            prefill_fraction=(m + 1) * p / c.request_latency_s,
+        )
+        .with_columns(output_tokens_per_s=c.decode_tokens_per_s_per_seq * conc)
+    )
+    return out.drop(
+        "_m",
+        "_M0",
+        "_b0",
+        "_b1",
+        "_b2",
+        "_b",
+        "_R",
+        "_D",
+        "_peff",
+        "_step",
+        "_share",
+        "_itl",
+        "_s",
+        "_tq",
+        "_burst",
+        "_o",
+        "_rn",
+        "_slot",
+        "_wait",
+        "_lnb",
+    )
+
+
+# -- open loop: Poisson arrivals at lambda ---------------------------------------------------------------------------
+def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.LazyFrame:
+    """The operating point at lambda = `rate` requests/s per replica (Poisson arrivals). Adds the same
+    columns as closed_loop, plus `offered_requests_per_s` (lambda), `concurrency` (lambda x R, by
+    Little) and `saturated`.
+
+    Derivation. By PASTA an arriving or decoding request sees the time averages:
+    1. Others decoding: lambda D (Little on the decode phase); decode batch b = 1 + lambda D.
+    2. Others' prefill share: u = lambda p; ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
+       With t(b) = A + B b on each roofline piece (compute, memory) the fixed point is explicit:
+       D = k (A + B) / (1 - lambda p - k lambda B), k = S_out - 1, valid while the denominator is
+       positive (the replica's decode capacity); the max over the two pieces is the fixed point of
+       the max. MoE weight reads depend on b: `refinements` passes re-read them at the last b.
+    3. Prompt service p_eff = p + n_c t(lambda D) (decode steps riding in its chunks) and
+       s = ITL / 2 for the iteration running on arrival.
+    4. The prefill queue is M/D/1: rho = lambda p_eff and Pollaczek-Khinchine's mean wait with a
+       deterministic service time, W = rho p_eff / (2 (1 - rho)) (Kleinrock, Queueing Systems I,
+       1975, eq. 5.105). TTFT = o + p_eff + s + W (o = request_overhead_s); percentiles from the
+       exponential tail of W (_quantile_wait). No burst: Poisson arrivals carry their own bunching.
+    5. R = TTFT + D, concurrency = lambda R, X = lambda, output tokens/s = lambda S_out.
+    Saturated (all latency columns null, `saturated` true with a reason in load_note) when
+    rho >= 1, the decode fixed point does not exist, or the implied concurrency exceeds max_batch.
+    """
+    lam = rate.cast(pl.Float64)
+    k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64)
+    u = lam * pl.col("_p")
+    lf = frame.with_columns(_p=first_token_s()).with_columns(
+        _lam=lam, _k=k, _u=u, _nc=prefill_chunks(), _bw=pl.lit(1.0)
+    )
+    for _ in range(refinements):
+        lf = _open_decode(lf)
+    lam, k, d = pl.col("_lam"), pl.col("_k"), pl.col("_D")
+    others = lam * d
+    lf = lf.with_columns(
+        _b=1 + others,
+        _itl=step_s(1 + others) / (1 - pl.col("_u")),
+        _peff=pl.col("_p") + pl.col("_nc") * _riders(others),
+    ).with_columns(
+        _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2,
+        _rho=lam * pl.col("_peff"),
+    )
+    rho, peff = pl.col("_rho"), pl.col("_peff")
+    wait = rho * peff / (2 * (1 - rho))
+    first = c.request_overhead_s + pl.col("_s")
+    ttft = first + peff + wait
+    latency = ttft + d
+    saturated = (~pl.col("_ok")) | (rho >= 1) | (lam * latency > pl.max_horizontal(c.max_batch, 1))
+    ok = ~saturated
+    lf = lf.with_columns(
+        saturated=saturated,
+        load_note=pl.when(saturated).then(text(SATURATED)).otherwise(text(None)),
+        offered_requests_per_s=lam,
+        decode_step_s=pl.when(ok).then(step_s(pl.col("_b"))),
+        decode_batch=pl.when(ok).then(pl.col("_b")),
+        tpot_s=pl.when(ok).then(pl.col("_itl")),
+        ttft_s=pl.when(ok).then(ttft),
+        ttft_wait_s=pl.when(ok).then(ttft - pl.col("_p")),
+        request_latency_s=pl.when(ok).then(latency),
+        concurrency=pl.when(ok).then(lam * latency),
+        prefill_fraction=pl.when(ok).then(pl.col("_u")),
+        **{
+            f"ttft_{name}_s": pl.when(ok).then(first + peff + _quantile_wait(wait, rho, q))
+            for name, q in PERCENTILES.items()
+        },
+    ).with_columns(
+        requests_per_s_per_replica=pl.when(ok).then(lam),
+        output_tokens_per_s=pl.when(ok).then(lam * c.output_tokens),
+        decode_tokens_per_s_per_seq=pl.when(ok).then(c.output_tokens / c.request_latency_s),
+    )
+    return lf.drop("_p", "_lam", "_k", "_u", "_nc", "_bw", "_D", "_ok", "_b", "_itl", "_peff", "_s", "_rho")
+
+
+def _open_decode(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """Step 2 of open_loop: the decode-phase fixed point D, with MoE weight reads taken at batch `_bw`."""
+    lam, k, u, bw = pl.col("_lam"), pl.col("_k"), pl.col("_u"), pl.col("_bw")
+    comm_b = c.allreduce_s_per_token
+    base = c.allreduce_fixed_s + c.fixed_step_s
+    pieces = [
+        (base, c.decode_flops_per_sequence * c.seconds_per_flop + comm_b),  # compute roof: A, B
+        (  # memory roof: weights (read once per step) + KV per sequence
+            base + weight_bytes_read(bw) * c.seconds_per_byte,
+            c.decode_kv_bytes_per_sequence * c.seconds_per_byte + comm_b,
+        ),
+    ]
+    ds, oks = [], []
+    for a_i, b_i in pieces:
+        denom = 1 - u - k * lam * b_i
+        oks.append(denom > 0)
+        ds.append(pl.when(denom > 0).then(k * (a_i + b_i) / denom).otherwise(0.0))
+    return lf.with_columns(_D=pl.max_horizontal(*ds), _ok=oks[0] & oks[1] & (u < 1)).with_columns(
+        _bw=1 + pl.col("_lam") * pl.col("_D")
+    )
+
+
+def max_rate(
+    frame: pl.DataFrame, accept: Callable[[pl.LazyFrame], pl.Expr] | None = None, iterations: int = 40
+) -> pl.Series:
+    """Per row, the largest rate lambda at which open_loop is not saturated and `accept` (an
+    expression on open_loop's columns, e.g. an SLO check) holds: the replica's capacity. A bisection
+    on all rows at once between 0 and 1 / p (the prefill queue alone saturates there); TTFT, TPOT
+    and saturation rise with lambda, so the accepted rates form an interval from 0."""
+    p = frame.lazy().select(first_token_s()).collect().to_series()
+    lo = pl.Series("lo", [0.0] * frame.height)
+    hi = (1 / p).fill_nan(None).fill_null(0.0).alias("hi")
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        trial = open_loop(frame.lazy(), pl.lit(mid))
+        ok = ~pl.col("saturated")
+        if accept is not None:
+            ok = ok & accept(trial).fill_null(False)
+        good = trial.select(ok).collect().to_series()
+        lo = pl.select(pl.when(good).then(mid).otherwise(lo)).to_series()
+        hi = pl.select(pl.when(good).then(hi).otherwise(mid)).to_series()
+    return lo.alias("capacity_requests_per_s")
+
+
+def quantile_name(percentile: str) -> str:
+    """The TTFT column for an SLO percentile: 'mean' -> ttft_s, 'p90' -> ttft_p90_s."""
+    return "ttft_s" if percentile == "mean" else f"ttft_{percentile}_s"
+
+
+assert all(0 < q < 1 and math.isfinite(q) for q in PERCENTILES.values())

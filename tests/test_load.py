@@ -1,0 +1,249 @@
+"""Serving under load (llmsweep/estimate/load.py): consistency, limits, monotonicity and hand-derived cases."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from llmsweep import pipeline
+from llmsweep.estimate import load
+from llmsweep.spec import load as load_sweep
+
+from .conftest import ROOT, estimate_rows
+
+EXAMPLES = sorted((ROOT / "sweeps").glob("*.yaml"))
+L31_8B, L31_70B = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
+MIXTRAL, GEMMA2 = "mistralai/Mixtral-8x7B-v0.1", "google/gemma-2-9b"
+
+
+# -- a replica with round numbers, for hand-derived cases -----------------------------------------------------------
+def toy(**over) -> pl.DataFrame:
+    """Memory-bound decode step t(b) = 10 ms + 0.5 ms x b (10 GB of weights and 0.5 GB of KV per
+    sequence at 1 TB/s, no FLOP, communication or fixed cost), prefill p = 100 ms for a 1,000-token
+    prompt taken in one chunk (K = 1,000), 101 output tokens (k = S_out - 1 = 100), no request
+    overhead, no burst."""
+    row = {
+        "input_tokens": 1000,
+        "output_tokens": 101,
+        "batch": 8,
+        "max_batch": 1000,
+        "prefill_s": 0.1,
+        "prefill_chunk_tokens": 1000,
+        "decode_flops_per_sequence": 0.0,
+        "seconds_per_flop": 1e-15,
+        "decode_kv_bytes_per_sequence": 5e8,
+        "seconds_per_byte": 1e-12,
+        "model_weight_bytes": 1e10,
+        "routed_expert_bytes": 0.0,
+        "expert_miss_log": 0.0,
+        "allreduce_fixed_s": 0.0,
+        "allreduce_s_per_token": 0.0,
+        "alltoall_fixed_s": 0.0,
+        "alltoall_s_per_token": 0.0,
+        "dp_attention": 1,
+        "expert_share": 1.0,
+        "fixed_step_s": 0.0,
+        "request_overhead_s": 0.0,
+        "burst_share": 0.0,
+    } | over
+    frame = pl.DataFrame([row]).with_columns(**load.step_coefficients())
+    # the decode step's terms at `batch` (estimate/compute.py), as add_batch_estimates leaves them
+    b = pl.col("batch").cast(pl.Float64)
+    return frame.with_columns(
+        decode_compute_s=b * pl.col("decode_flops_per_sequence") * pl.col("seconds_per_flop"),
+        decode_memory_s=(pl.col("model_weight_bytes") + b * pl.col("decode_kv_bytes_per_sequence"))
+        * pl.col("seconds_per_byte"),
+        decode_comm_s=pl.lit(0.0),
+        decode_overhead_s=pl.lit(0.0),
+    ).with_columns(
+        decode_weight_fraction=pl.col("model_weight_bytes") * pl.col("seconds_per_byte") / pl.col("decode_memory_s")
+    )
+
+
+def t(b: float) -> float:
+    return 0.010 + 0.0005 * b
+
+
+def closed(frame: pl.DataFrame) -> dict:
+    return load.closed_loop(frame.lazy()).collect().row(0, named=True)
+
+
+def opened(frame: pl.DataFrame, rate: float) -> dict:
+    return load.open_loop(frame.lazy(), pl.lit(rate)).collect().row(0, named=True)
+
+
+def test_toy_at_concurrency_1_is_single_stream():
+    r = closed(toy(batch=1))
+    # TTFT = p = 0.1 s, ITL = t(1) = 10.5 ms, R = 0.1 + 100 x 0.0105 = 1.15 s
+    assert r["ttft_s"] == pytest.approx(0.1)
+    assert r["tpot_s"] == pytest.approx(0.0105)
+    assert r["request_latency_s"] == pytest.approx(1.15)
+    assert r["ttft_p90_s"] == r["ttft_p99_s"] == pytest.approx(0.1)
+    assert r["decode_tokens_per_s_per_seq"] == pytest.approx(101 / 1.15)
+
+
+def test_toy_closed_loop_at_concurrency_8_by_hand():
+    # The fixed point of closed_loop's steps 1-4 with n = 8, p = 0.1 s, k = 100, n_c = 1, solved by hand
+    # (iterating the lines below to convergence):
+    #   b_o = 7 D / R = 7 x 2.0106 / 2.1977 = 6.404 others decoding
+    #   u = 7 p / R = 0.7 / 2.1977 = 0.3185 of the time on their prefill
+    #   ITL = t(1 + b_o) / (1 - u) = (10 + 0.5 x 7.404) ms / 0.6815 = 13.70 / 0.6815 = 20.11 ms, D = 100 ITL
+    #   p_eff = p + t(b_o) = 0.1 + 0.0132 = 0.1132 s, s = ITL / 2 = 10.05 ms, a = 7 p_eff = 0.7924 s
+    #   T_q = p_eff R / (R - a) = 0.1132 x 2.1977 / 1.4053 = 0.1770 s, TTFT = T_q + s = 0.1871 s
+    #   R = TTFT + D = 0.1871 + 2.0106 = 2.1977 s
+    r = closed(toy(batch=8))
+    assert r["request_latency_s"] == pytest.approx(2.1977, rel=1e-3)
+    assert r["tpot_s"] == pytest.approx(0.020106, rel=1e-3)
+    assert r["ttft_s"] == pytest.approx(0.1871, rel=2e-3)
+    assert r["decode_batch"] == pytest.approx(7.404, rel=2e-3)
+    # and the equations hold on the result (the estimator's two-solve root is within 0.5 % of them)
+    R, itl = r["request_latency_s"], r["tpot_s"]
+    D, b_o = 100 * itl, 7 * 100 * itl / r["request_latency_s"]
+    assert itl == pytest.approx(t(1 + b_o) / (1 - 0.7 / R), rel=5e-3)
+    p_eff = 0.1 + t(b_o)
+    assert r["ttft_s"] == pytest.approx(p_eff * R / (R - 7 * p_eff) + itl / 2, rel=5e-3)
+    # Little: requests/s = 8 / R = 3.640, output tokens/s = 101 x 8 / R = 367.7, per user = 101 / R = 45.96
+    assert r["requests_per_s_per_replica"] == pytest.approx(8 / R)
+    assert r["output_tokens_per_s"] == pytest.approx(808 / R)
+    assert r["decode_tokens_per_s_per_seq"] == pytest.approx(101 / R)
+    assert D + r["ttft_s"] == pytest.approx(R)
+
+
+def open_by_hand(lam: float) -> dict:
+    """open_loop's formulas written out for the toy replica (t(b) = A + B b, A = 10 ms, B = 0.5 ms)."""
+    A, B, k, p = 0.010, 0.0005, 100, 0.1
+    u = lam * p
+    D = k * (A + B) / (1 - u - k * lam * B)  # decode fixed point, memory roof
+    others = lam * D
+    itl = t(1 + others) / (1 - u)
+    p_eff = p + 1 * min(others, 1) * t(max(others, 1))
+    s = min(others, 1) * itl / 2
+    rho = lam * p_eff
+    wait = rho * p_eff / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
+    ttft = p_eff + s + wait
+    p90 = p_eff + s + (wait / rho * math.log(rho / 0.1) if rho > 0.1 else 0.0)
+    return {"D": D, "itl": itl, "ttft": ttft, "p90": p90, "R": ttft + D, "rho": rho}
+
+
+def test_toy_open_loop_capacity_and_points_at_50_and_90_percent():
+    # Capacity: rho = lambda (0.1 + t(lambda D)) reaches 1 where D = 1.05 / (1 - 0.15 lambda):
+    # lambda = 6.2 -> D = 15.0, lambda D = 93, t = 56.5 ms, rho = 6.2 x 0.1565 = 0.970 (below);
+    # lambda = 6.25 -> D = 16.8, lambda D = 105, rho = 6.25 x 0.1625 = 1.016 (above).
+    cap = load.max_rate(toy())[0]
+    assert 6.2 < cap < 6.25
+    for share in (0.5, 0.9):
+        lam = share * cap
+        r, h = opened(toy(), lam), open_by_hand(lam)
+        assert not r["saturated"]
+        assert r["tpot_s"] == pytest.approx(h["itl"], rel=1e-9)
+        assert r["ttft_s"] == pytest.approx(h["ttft"], rel=1e-9)
+        assert r["ttft_p90_s"] == pytest.approx(h["p90"], rel=1e-9)
+        assert r["request_latency_s"] == pytest.approx(h["R"], rel=1e-9)
+        assert r["concurrency"] == pytest.approx(lam * h["R"])  # Little
+        assert r["output_tokens_per_s"] == pytest.approx(lam * 101)
+    # at 50 %: lambda = 3.117, u = 0.312, D = 1.05 / (1 - 0.312 - 0.156) = 1.972 s, lambda D = 6.15 decoding,
+    # ITL = t(7.15) / 0.688 = 19.7 ms, p_eff = 0.1 + t(6.15) = 0.1131 s, rho = 3.117 x 0.1131 = 0.352,
+    # W = rho p_eff / (2 (1 - rho)) = 0.0308 s, TTFT = 0.1131 + 0.0099 + 0.0308 = 0.1537 s
+    half = open_by_hand(0.5 * cap)
+    assert half["D"] == pytest.approx(1.972, rel=1e-3) and half["rho"] == pytest.approx(0.352, rel=2e-3)
+    assert half["ttft"] == pytest.approx(0.1537, rel=1e-3)
+    # at 90 %: lambda = 5.610, D = 6.62 s, lambda D = 37.2 decoding, rho = 0.721: TTFT = 0.328 s, twice that at 50 %
+    near = open_by_hand(0.9 * cap)
+    assert near["rho"] == pytest.approx(0.721, rel=2e-3) and near["ttft"] == pytest.approx(0.328, rel=2e-3)
+
+
+def test_toy_open_loop_saturates_above_capacity():
+    cap = load.max_rate(toy())[0]
+    r = opened(toy(), 1.01 * cap)
+    assert r["saturated"] and r["load_note"] == load.SATURATED
+    assert all(r[k] is None for k in ("ttft_s", "tpot_s", "request_latency_s", "concurrency", "ttft_p99_s"))
+    below = opened(toy(), 0.99 * cap)
+    assert not below["saturated"] and all(
+        math.isfinite(below[k]) for k in ("ttft_s", "ttft_p99_s", "tpot_s", "request_latency_s")
+    )
+    # beyond the decode capacity (1 - 0.1 lambda - 0.05 lambda <= 0, lambda >= 6.67) too
+    assert opened(toy(), 7.0)["saturated"]
+
+
+def test_burst_share_adds_the_first_wave():
+    # a burst of 8 prompts queues for prefill: mean TTFT (8 + 1) / 2 x 0.1 = 0.45 s; with a 20 % share
+    # TTFT rises by 0.2 x (0.45 - steady TTFT)
+    steady, burst = closed(toy(batch=8)), closed(toy(batch=8, burst_share=0.2))
+    assert burst["ttft_s"] == pytest.approx(steady["ttft_s"] + 0.2 * (0.45 - steady["ttft_s"]), rel=1e-6)
+    assert burst["requests_per_s_per_replica"] * burst["request_latency_s"] == pytest.approx(8)
+
+
+def test_more_clients_than_slots_wait_for_one():
+    # max_batch 4, 8 clients: 4 run (R_4), the others wait R_4 (8 / 4 - 1) = R_4 for a slot
+    four = closed(toy(batch=4))
+    eight = closed(toy(batch=8, max_batch=4))
+    assert eight["request_latency_s"] == pytest.approx(2 * four["request_latency_s"])
+    assert eight["ttft_s"] == pytest.approx(four["ttft_s"] + four["request_latency_s"])
+    assert eight["requests_per_s_per_replica"] == pytest.approx(four["requests_per_s_per_replica"])
+    assert eight["load_note"] == load.SLOT_WAIT
+
+
+# -- the catalog's models ------------------------------------------------------------------------------------------
+CASES = [
+    dict(gpu="h100-sxm", model=L31_8B, input_tokens=1024, output_tokens=256),
+    dict(gpu="h200-sxm", model=L31_70B, precision="fp8", tp=2, input_tokens=4096, output_tokens=512),
+    dict(gpu="a100-80gb-sxm", model=MIXTRAL, tp=4, input_tokens=2048, output_tokens=128),
+    dict(gpu="l40s", model=GEMMA2, input_tokens=8192, output_tokens=64),
+    dict(gpu="h100-sxm", model=L31_8B, input_tokens=0, output_tokens=512),  # llama-bench tg512
+]
+
+
+@pytest.mark.parametrize("profile", ["default", "ideal"])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['model'].split('/')[1]}-{c['input_tokens']}" for c in CASES])
+def test_concurrency_1_equals_single_stream(case, profile):
+    (r,) = estimate_rows(profile, batch=1, **case)
+    first = (r["prefill_s"] if case["input_tokens"] else r["decode_step_s"]) + (0.01 if profile == "default" else 0)
+    assert r["ttft_s"] == pytest.approx(first)
+    assert r["ttft_p90_s"] == r["ttft_p99_s"] == pytest.approx(r["ttft_s"])
+    assert r["tpot_s"] == pytest.approx(r["decode_step_s"])
+    assert r["decode_batch"] == 1
+    assert r["request_latency_s"] == pytest.approx(r["ttft_s"] + (case["output_tokens"] - 1) * r["decode_step_s"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['model'].split('/')[1]}-{c['input_tokens']}" for c in CASES])
+def test_latencies_do_not_fall_as_concurrency_rises(case):
+    batches = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
+    rows = estimate_rows("default", batch=batches, **case)
+    for key in ("ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "request_latency_s"):
+        values = [r[key] for r in rows]
+        assert all(b >= a * (1 - 1e-9) for a, b in zip(values, values[1:], strict=False)), key
+    throughput = [r["requests_per_s_per_replica"] for r in rows]
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(throughput, throughput[1:], strict=False))
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=[c["model"].split("/")[1] for c in CASES[:4]])
+def test_latencies_do_not_fall_as_the_rate_rises(case):
+    (base,) = [pl.DataFrame(estimate_rows("default", batch=1, **case))]
+    cap = load.max_rate(base)[0]
+    assert cap > 0
+    rates = [cap * f for f in (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)]
+    frame = pl.concat([base] * len(rates)).with_columns(_rate=pl.Series(rates))
+    out = load.open_loop(frame.lazy(), pl.col("_rate")).collect()
+    assert not out["saturated"].any()
+    for key in ("ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "request_latency_s", "concurrency"):
+        values = out[key].to_list()
+        assert all(b >= a for a, b in zip(values, values[1:], strict=False)), key
+    assert load.open_loop(base.lazy(), pl.lit(cap * 1.02)).collect()["saturated"].all()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_littles_law_on_every_example_sweep(path):
+    rows = pipeline.compute(load_sweep(path)).filter(pl.col("fits")).collect()
+    assert rows.height > 0
+    check = rows.select(
+        little=pl.col("requests_per_s_per_replica") * pl.col("request_latency_s") / pl.col("batch"),
+        tokens=pl.col("requests_per_s_per_replica") * pl.col("output_tokens") / pl.col("output_tokens_per_s"),
+        per_user=pl.col("decode_tokens_per_s_per_seq") * pl.col("batch") / pl.col("output_tokens_per_s"),
+        parts=(pl.col("ttft_s") + (pl.col("output_tokens") - 1) * pl.col("tpot_s")) / pl.col("request_latency_s"),
+    )
+    for name in check.columns:
+        assert check[name].is_between(0.99, 1.01).all(), name
+    numeric = rows.select(pl.selectors.float())
+    assert not numeric.select(pl.any_horizontal(pl.all().is_nan() | pl.all().is_infinite()).any()).item()
