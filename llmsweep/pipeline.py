@@ -180,6 +180,7 @@ def run(
         the_plan = compute_plan(sweep)
         opts = the_plan.options
         notes.extend(the_plan.notes)
+        notes = list(dict.fromkeys(notes))  # each note once, whichever stage found it
         write_parquet(opts.lazy(), tmp / "plan.parquet")
         if "csv" in tables:
             say("writing estimates.csv and plan.csv")

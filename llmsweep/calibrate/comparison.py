@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from llmsweep.calibrate.measurement import Measurement, source_key
+from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, source_key
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import SCHEMA
@@ -32,6 +32,8 @@ KEY = (
     "batch_is_max",
 )
 _LEFT = {"how": "left", "maintain_order": "left"}
+# Compared quantities that are not frame columns.
+DERIVED = {DECODE_RATE: 1 / pl.col("tpot_s")}
 
 
 def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
@@ -141,7 +143,10 @@ class Evaluator:
             for n in Efficiency.model_fields
         ]
         columns = self.rows["column"].unique().sort().to_list()
-        estimates = add_estimates(self.configs.lazy().with_columns(swap)).select(*columns, "fits")
+        derived = {k: v for k, v in DERIVED.items() if k in columns}
+        estimates = (
+            add_estimates(self.configs.lazy().with_columns(swap)).with_columns(**derived).select(*columns, "fits")
+        )
         picked = pl.coalesce([pl.when(pl.col("column") == c).then(_finite(c)) for c in columns])
         return (
             self.rows.lazy()

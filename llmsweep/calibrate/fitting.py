@@ -26,11 +26,12 @@ BOUNDS = {
     "compute_efficiency": (0.1, 0.95),
     "step_overhead_s": (0.0, 0.01),
     "layer_overhead_s": (0.0, 0.0001),
+    "request_overhead_s": (0.0, 0.5),
 }
 # A weak prior keeps the fit near the literature values unless the data clearly disagree: the penalty
 # is PRIOR_WEIGHT x (squared log change of each efficiency + squared overhead change in units of SCALE).
 PRIOR_WEIGHT = 0.1
-SCALE = {"step_overhead_s": 0.001, "layer_overhead_s": 0.00002}
+SCALE = {"step_overhead_s": 0.001, "layer_overhead_s": 0.00002, "request_overhead_s": 0.01}
 MIN_FAMILY_ROWS = 8  # a GPU family gets its own efficiencies when it has this many fittable rows
 
 
@@ -127,10 +128,16 @@ FAMILY_PARAMS = ("bandwidth_efficiency",)
 # enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the
 # shared values, then each engine x GPU family its own bandwidth efficiency, pulled towards the
 # engine's. The pull is a prior worth PRIOR_ROWS rows: strong for a few rows, weak for many.
-ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s")
+ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "request_overhead_s")
 ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency",)
 PRIOR_ROWS = 8
-STEPS = {"bandwidth_efficiency": 0.1, "compute_efficiency": 0.1, "step_overhead_s": 0.0005, "layer_overhead_s": 0.00001}
+STEPS = {
+    "bandwidth_efficiency": 0.1,
+    "compute_efficiency": 0.1,
+    "step_overhead_s": 0.0005,
+    "layer_overhead_s": 0.00001,
+    "request_overhead_s": 0.02,
+}
 
 
 def fit(ev: Evaluator, start: Profile, rows: list[int]) -> Profile:
@@ -208,11 +215,15 @@ class FitResult:
     bands: dict[str, list[float]]  # metric group -> [low, high] factors covering the middle 80 %
 
 
-def cross_validate(ev: Evaluator, start: Profile) -> pl.DataFrame:
-    """Leave one source out: fit on the other sources, score the held-out one. Every row is
-    scored by a profile that never saw it."""
+def by_source(m: Measurement) -> str:
+    return source_key(m.source)
+
+
+def cross_validate(ev: Evaluator, start: Profile, group: Callable[[Measurement], str] = by_source) -> pl.DataFrame:
+    """Leave one group out (by default one source): fit on the other groups, score the held-out
+    one. Every row is scored by a profile that never saw it."""
     ms = ev.measurements
-    sources = [source_key(m.source) for m in ms]
+    sources = [group(m) for m in ms]
     estimated: list[float | None] = [None] * len(ms)
     for held in sorted(set(sources)):
         train = [i for i, s in enumerate(sources) if s != held]
@@ -224,10 +235,15 @@ def cross_validate(ev: Evaluator, start: Profile) -> pl.DataFrame:
     return comparison_frame(ms, estimated)
 
 
-def calibrate(measurements: list[Measurement], start: Profile, catalog: Catalog | None = None) -> FitResult:
+def calibrate(
+    measurements: list[Measurement],
+    start: Profile,
+    catalog: Catalog | None = None,
+    group: Callable[[Measurement], str] = by_source,
+) -> FitResult:
     ev = Evaluator.build(measurements, start, catalog)
     before = comparison_frame(measurements, ev.estimate(start))
-    oos = cross_validate(ev, start)
+    oos = cross_validate(ev, start, group)
     profile = fit(ev, start, list(range(len(measurements))))
     band = bands(oos)
     profile = profile.model_copy(update={"bands": band})

@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 
 from llmsweep.grid import MAX
 
+DECODE_RATE = "decode_rate_per_seq"  # 1 / tpot_s: see DERIVED in comparison.py
 # measured metric (and unit) -> (estimate column, factor from the measured unit to SI)
 METRICS: dict[tuple[str, str], tuple[str, float]] = {
-    ("decode_tok_s_per_seq", "tok/s"): ("decode_tokens_per_s_per_seq", 1.0),
+    # one sequence's generation speed (llama-bench tg, ExLlamaV2): 1 / time per output token, which at
+    # batch 1 is the single-stream step (decode_tokens_per_s_per_seq also counts the prompt's TTFT)
+    ("decode_tok_s_per_seq", "tok/s"): (DECODE_RATE, 1.0),
     ("prefill_tok_s", "tok/s"): ("prefill_tokens_per_s", 1.0),
     ("output_throughput_tok_s", "tok/s"): ("output_tokens_per_s", 1.0),
     ("output_throughput_tok_s", "tok/s/gpu"): ("output_tokens_per_s_per_gpu", 1.0),

@@ -7,8 +7,11 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from llmsweep.limits import RANGES, check, typed
 from llmsweep.limits import field as lim
 
-REQUEST_OVERHEAD_S = 0.01  # fitted (grid capped at 10 ms): scripts/validate_load.py --fit
-BURST_SHARE = 0.2  # fitted on measured-load-dev.csv: scripts/validate_load.py --fit
+# Defaults for profile files written before these parameters existed: a 10 ms request overhead and
+# a burst share of 0.2 (a benchmark of five waves), first fitted on measured-load-dev.csv; the shipped
+# `default` fits the overhead per engine (scripts/calibrate_default.py, docs/fidelity.md).
+REQUEST_OVERHEAD_S = 0.01
+BURST_SHARE = 0.2
 
 
 class Efficiency(BaseModel):
@@ -28,8 +31,7 @@ class Efficiency(BaseModel):
     # An assumption, not fitted: with expert parallelism the busiest GPU's expert load over the
     # mean. Routing is never perfectly even; balancers (DeepSeek's EPLB) exist because of it.
     expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.2)
-    # Serving under load (estimate/load.py). Defaults are the values fitted on measured-load-dev.csv by
-    # scripts/validate_load.py --fit, so that a profile file written before they existed keeps working.
+    # Serving under load (estimate/load.py); defaulted so that older profile files keep working.
     request_overhead_s: typed("overhead_s") = lim("overhead_s", REQUEST_OVERHEAD_S)
     burst_share: typed("share") = lim("share", BURST_SHARE)
 
