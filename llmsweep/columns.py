@@ -660,6 +660,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "decode_weight_fraction",
     "decode_comm_s",
     "bytes_per_weight",
+    "kv_bytes_per_element",
     "compute_dtype",
     "requests_per_s_per_replica",
     "replicas",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from llmsweep.catalog import Catalog
-from llmsweep.columns import c, higher_is_better, text
+from llmsweep.columns import BY_NAME, c, higher_is_better, text
 from llmsweep.estimate import add_batch_estimates
 from llmsweep.finance import (
     DEFAULT_POWER_UTILIZATION,
@@ -421,7 +421,7 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
                 moved_plan = replace(plan, workload=load)
                 for shown in (column,) if column in TRAFFIC_DEPENDENT else TRAFFIC_SHOWN:
                     moved = _metrics([pair], moved_plan, shown)
-                    name = "traffic" if shown == column else f"traffic: {shown}"
+                    name = "traffic" if shown == column else f"traffic: {BY_NAME[shown].label}"
                     cases.append((name, shown, (moved[0], moved[1])))
             for name, shown, (t, r) in cases:
                 t = None if t is None else float(t)
@@ -489,7 +489,11 @@ def break_even(
     if r_month <= b_month:
         return f"Renting {name(r)} 24/7 costs less each month than running {name(b)}: buying never pays back."
     months = capex / (r_month - b_month)
-    return (
+    text = (
         f"Rented 24/7, {name(r)} costs ${r_month:,.0f} a month; buying {name(b)} costs ${capex:,.0f} up front "
-        f"and ${b_month:,.0f} a month to run, so it pays back after {months:,.1f} months."
+        f"and ${b_month:,.0f} a month to run, so it pays back after {months:,.1f} months"
     )
+    horizon = b.get("horizon_years")
+    if horizon and months > horizon * 12:
+        return text + f": longer than the {horizon:g}-year horizon, so renting costs less over it."
+    return text + "."
