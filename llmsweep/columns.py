@@ -778,9 +778,16 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     ),
     OptionColumn("USD per M (low)", "usd_per_million_output_tokens_low", "USD/M tokens", description="80 % band."),
     OptionColumn("USD per M (high)", "usd_per_million_output_tokens_high", "USD/M tokens", description="80 % band."),
-    OptionColumn(
-        "Tokens/s per user", "decode_tokens_per_s_per_seq", "tokens/s", description="What one user sees."
-    ),
+    OptionColumn("Tokens/s per user", "decode_tokens_per_s_per_seq", "tokens/s", description="What one user sees."),
     OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Time to first token."),
     OptionColumn("USD per GPU-hour", "usd_per_gpu_hour", "USD/h", description="Amortised price per GPU-hour."),
 )
+
+
+def options_dictionary() -> str:
+    """The README's table of options.csv columns."""
+    lines = ["| header | unit | meaning |", "| --- | --- | --- |"]
+    for col in OPTION_COLUMNS:
+        source = f" (`{col.source}`{' x 1000' if col.scale == 1e3 else ''})" if col.source in BY_NAME else ""
+        lines.append(f"| {col.header} | {col.unit or '-'} | {col.description}{source} |")
+    return "\n".join(lines)

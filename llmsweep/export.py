@@ -85,7 +85,7 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     number formats by unit."""
     import xlsxwriter
 
-    for name, frame in sheets.items():
+    for name, frame in sorted(sheets.items(), key=lambda item: -item[1].height):  # the largest first
         if frame.height > XLSX_MAX_ROWS:
             raise LlmsweepError(
                 f"{frame.height:,} rows is more than an XLSX sheet should hold (limit {XLSX_MAX_ROWS:,}) in "

@@ -269,9 +269,7 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
         fleet_usd_per_month=(c.capex_usd / pl.coalesce(pl.col("_years"), pl.lit(1.0)) + c.opex_usd_per_year) / 12,
         tco_usd=c.capex_usd + horizon_years * c.opex_usd_per_year,
     )
-    served = (
-        avg_requests_per_s * c.output_tokens * HOURS_PER_MONTH * 3600 if avg_requests_per_s is not None else None
-    )
+    served = avg_requests_per_s * c.output_tokens * HOURS_PER_MONTH * 3600 if avg_requests_per_s is not None else None
     return frame.with_columns(
         fleet_usd_per_million_output_tokens=c.fleet_usd_per_month / served * 1e6
         if served is not None
@@ -337,5 +335,12 @@ def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.Dat
             expr = pl.lit(None, dtype=pl.Float64)
         out.append(expr.alias(col.header))
     frame = rows.select(out) if rows.height else pl.DataFrame({c.header: [] for c in OPTION_COLUMNS})
+    digits = {col.header: OPTION_DIGITS.get(col.unit) for col in OPTION_COLUMNS}
     floats = [n for n, t in frame.schema.items() if t == pl.Float64]  # every number finite: no NaN or inf
-    return frame.with_columns(pl.when(pl.col(n).is_finite()).then(pl.col(n)).alias(n) for n in floats)
+    return frame.with_columns(
+        pl.when(pl.col(n).is_finite()).then(pl.col(n).round(digits[n]) if digits[n] is not None else pl.col(n)).alias(n)
+        for n in floats
+    )
+
+
+OPTION_DIGITS = {"USD": 2, "USD/h": 4, "USD/M tokens": 6, "ms": 3, "kW": 3, "tokens/s": 3, "years": 2}

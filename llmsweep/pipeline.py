@@ -18,8 +18,8 @@ from llmsweep.catalog.engines import AUTO, default_engine
 from llmsweep.columns import PLAN_EXPORTED, SCHEMA, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
-from llmsweep.finance import options_table, rent_statement
 from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
+from llmsweep.finance import options_table, rent_statement
 from llmsweep.grid import grid_parts
 from llmsweep.outfolder import atomic_folder
 from llmsweep.report import workloads as report_workloads

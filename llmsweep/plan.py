@@ -20,9 +20,9 @@ from llmsweep.columns import BY_NAME, c, higher_is_better, text
 from llmsweep.estimate import add_batch_estimates
 from llmsweep.finance import (
     DEFAULT_POWER_UTILIZATION,
+    FLEET_FIELDS,
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
-    FLEET_FIELDS,
     OFFER_COMPONENTS,
     RENT_24_7,
     Offer,
@@ -275,7 +275,9 @@ def listed_batch(options: pl.DataFrame, slo: SloSpec | None, batches: Sequence[i
     """Per option, the largest of the grid's `batches` that fits and meets every target (0 if none):
     a grid without `max` is the user's constraint (batch: [1] is a single-user plan)."""
     rows = options.with_row_index("_row")
-    trials = pl.concat([rows.with_columns(batch=pl.lit(b, dtype=pl.Int64), batch_is_max=pl.lit(False)) for b in batches])
+    trials = pl.concat(
+        [rows.with_columns(batch=pl.lit(b, dtype=pl.Int64), batch_is_max=pl.lit(False)) for b in batches]
+    )
     ok = meets_slo(slo) & (pl.col("batch") <= pl.col("max_batch"))
     est = add_batch_estimates(trials.lazy()).select("_row", "batch", ok.alias("_ok")).collect()
     best = est.filter("_ok").group_by("_row").agg(pl.col("batch").max())

@@ -166,7 +166,7 @@ FILTERS = {
 
 
 # -- context --------------------------------------------------------------------------------------------------
-def _why(r: dict) -> str:
+def _why(r: dict, batches: list[int] | None = None) -> str:
     """One plain sentence on what limits this option and what would change it."""
     bound = r["bound"]
     if bound == "memory":
@@ -192,6 +192,13 @@ def _why(r: dict) -> str:
         text = "fixed per-step costs dominate (a small model): larger batches amortise them"
     if r["batch"] >= r["max_batch"]:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
+    elif batches and r["batch"] == max(batches):
+        text += f"; the sweep's batches stop at {r['batch']} (memory allows {r['max_batch']})"
+    elif batches and r.get("slo_batch"):
+        text += (
+            f"; the latency targets hold the batch at {r['slo_batch']} of the sweep's batches "
+            f"(memory allows {r['max_batch']})"
+        )
     elif r.get("slo_batch") and r["slo_batch"] < r["max_batch"]:
         text += f"; the latency targets hold the batch at {r['slo_batch']} (memory allows {r['max_batch']})"
     return text + "."
@@ -222,9 +229,9 @@ def _is_cost(column: str) -> bool:
     return column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
 
 
-def _option(r: dict, column: str) -> dict:
+def _option(r: dict, column: str, batches: list[int] | None = None) -> dict:
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
-    return {**r, "score": r[column], "why": _why(r), "caveats": caveats}
+    return {**r, "score": r[column], "why": _why(r, batches), "caveats": caveats}
 
 
 def recommendations(
@@ -235,6 +242,7 @@ def recommendations(
     pairs: list[tuple[int, int]],
     sensitivity: dict[str, list[dict]],
     rent_paid: str = RENT_24_7,
+    batches: list[int] | None = None,
 ) -> list[dict]:
     """Per model and workload: the top_n options that meet the targets (ranked by `column`, the
     first is the recommendation and the second the runner-up), the best option that misses the
@@ -261,12 +269,12 @@ def recommendations(
         groups.append(
             {
                 "model": model,
-                "offers": [_option(r, column) for r in offers.iter_rows(named=True)],
+                "offers": [_option(r, column, batches) for r in offers.iter_rows(named=True)],
                 "input_tokens": s_in,
                 "output_tokens": s_out,
                 "license": licenses.get(model, "unknown: check the model card"),
-                "options": [_option(r, column) for r in ranked.iter_rows(named=True)],
-                "miss": _option(missing.row(0, named=True), column) if missing.height else None,
+                "options": [_option(r, column, batches) for r in ranked.iter_rows(named=True)],
+                "miss": _option(missing.row(0, named=True), column, batches) if missing.height else None,
                 "ties": ties,
                 "break_even": break_even(rows, model, rent_paid=rent_paid) if _is_cost(column) else None,
                 "sensitivity": sensitivity.get(f"{model}|{s_in}|{s_out}", []),
@@ -292,7 +300,14 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     finance = manifest.get("finance") or {}
     recs = (
         recommendations(
-            options, column, top_n, licenses, pairs, manifest.get("sensitivity") or {}, finance.get("rent_paid", "24/7")
+            options,
+            column,
+            top_n,
+            licenses,
+            pairs,
+            manifest.get("sensitivity") or {},
+            finance.get("rent_paid", "24/7"),
+            listed_batches(spec),
         )
         if options.height
         else []
@@ -339,6 +354,15 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "catalog": cat,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+def listed_batches(spec: dict) -> list[int] | None:
+    """The grid's batches when it has no `max` (the plan chooses among them), else None."""
+    batch = (spec.get("grid") or {}).get("batch", [1])
+    batch = batch if isinstance(batch, list) else [batch]
+    if any(str(b).strip().lower() == "max" for b in batch):
+        return None
+    return [int(b) for b in batch if isinstance(b, int) and not isinstance(b, bool)] or None
 
 
 def engines_sentence(engines: dict[str, list[str]]) -> str:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -9,6 +15,7 @@ from llmsweep import finance, plan
 from llmsweep.errors import SpecError
 from llmsweep.spec import CostSpec, WorkloadSpec, load
 
+from .conftest import ROOT
 from .test_plan import frame
 
 # A bought H200-like offer: 700 W GPUs, 8 per server.
@@ -134,7 +141,13 @@ def test_costs_forms_and_offer_ids(tmp_path, catalog):
     }
     sweep = load(sweep_file(tmp_path, costs=costs))
     inputs = plan.plan_inputs(sweep)
-    assert [o.offer for o in inputs.offers["h200-sxm"]] == ["rent", "rent-1y-reserved", "buy-5y", "neo-cloud", "example"]
+    assert [o.offer for o in inputs.offers["h200-sxm"]] == [
+        "rent",
+        "rent-1y-reserved",
+        "buy-5y",
+        "neo-cloud",
+        "example",
+    ]
     assert [o.offer for o in inputs.offers["rtx-4090"]] == ["rent", "rent-reserved"]
 
 
@@ -159,3 +172,158 @@ def test_examples_only_for_data_centre_gpus(tmp_path):
     # asking for an example price of a desktop GPU says why there is none
     inputs = plan.plan_inputs(load(sweep_file(tmp_path, costs={"rtx-4090": "example"})))
     assert "no example price for rtx-4090 (it is not a data-centre GPU): give a price under costs" in inputs.notes
+
+
+# -- the grid is the user's constraint; desktop GPUs are not priced from examples -----------------------------------
+def run_sweep(tmp_path, data: dict, formats=("csv", "parquet", "md")):
+    from llmsweep import pipeline
+
+    path = tmp_path / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return pipeline.run(path, tmp_path / "out", formats=list(formats))
+
+
+def test_single_user_sweep_is_ranked_at_batch_one_by_per_user_speed(tmp_path):
+    import json
+
+    import polars as pl
+
+    grid = {"gpu": ["rtx-4090", "m2-ultra"], "model": ["llama-3.1-8b"], "precision": ["q4_k_m", "q8_0"], "batch": [1]}
+    result = run_sweep(tmp_path, {"name": "one-user", "grid": grid})
+    table = pl.read_csv(result.folder / "plan.csv")
+    assert (table["batch"] == 1).all() and table["rank"].is_not_null().all()
+    manifest = json.loads((result.folder / "manifest.json").read_text())
+    assert manifest["rank_by"] == "decode_tokens_per_s_per_seq"
+    assert table.sort("rank")["decode_tokens_per_s_per_seq"].is_sorted(descending=True)
+    md = (result.folder / "report.md").read_text()
+    assert "Ranked by **Tokens/s per sequence** (higher is better)" in md
+    assert "charts/cost.svg" not in md and "price" not in " ".join(result.notes) and "USD" not in md
+
+
+def test_listed_batches_are_the_only_choices(tmp_path):
+    import polars as pl
+
+    from llmsweep.pipeline import compute
+    from llmsweep.spec import load as load_spec
+
+    data = {
+        "name": "listed",
+        "grid": {
+            "gpu": ["h100-sxm", "l40s"],
+            "model": ["llama-3.1-8b"],
+            "precision": ["bf16", "fp8"],
+            "batch": [1, 8, 64],
+        },
+        "slo": {"tpot_s": 0.02},
+    }
+    result = run_sweep(tmp_path, data, formats=("csv",))
+    table = pl.read_csv(result.folder / "plan.csv")
+    assert set(table["batch"]) <= {1, 8, 64}
+    # each option runs at the largest listed batch that meets the targets (estimated row by row)
+    rows = compute(load_spec(result.folder.parent.parent / "listed.yaml")).collect()
+    best = rows.filter("meets_slo").group_by("gpu", "precision").agg(pl.col("batch").max().alias("best"))
+    joined = table.filter("meets_slo").join(
+        best.with_columns(pl.col(pl.Categorical).cast(pl.String)), on=["gpu", "precision"]
+    )
+    assert joined.height and (joined["batch"] == joined["best"]).all()
+
+
+def test_consumer_sweep_without_prices_has_no_cost_chart_or_price_notes(tmp_path):
+    sweep = yaml.safe_load((ROOT / "sweeps" / "consumer-gpus.yaml").read_text())
+    sweep["grid"]["model"] = sweep["grid"]["model"][:1]
+    result = run_sweep(tmp_path, sweep, formats=("parquet", "md"))
+    md = (result.folder / "report.md").read_text()
+    assert "charts/cost.svg" not in md and not (result.folder / "charts" / "cost.svg").exists()
+    assert not any("price" in n for n in result.notes) and "price" not in md.lower().split("## method")[0]
+
+
+# -- the procurement example: options.csv and the report's first table -------------------------------------------
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def procurement(tmp_path_factory):
+    from llmsweep import pipeline
+
+    out = tmp_path_factory.mktemp("out")
+    return pipeline.run(ROOT / "sweeps" / "procurement.yaml", out).folder
+
+
+def first_tables(md: str) -> str:
+    """The per-GPU x offer tables of report.md, with their model headings."""
+    parts = []
+    for section in md.split("\n### ")[1:]:
+        if "One row per GPU" not in section:
+            continue
+        heading = section.splitlines()[0]
+        table = section.split("One row per GPU")[1].split("\n\n")[1]
+        parts.append(f"### {heading}\n\n{table}\n")
+    return "\n".join(parts)
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; if on purpose, rerun with UPDATE_GOLDEN=1"
+
+
+def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
+    import polars as pl
+
+    table = pl.read_csv(procurement / "options.csv")
+    sweep = yaml.safe_load((ROOT / "sweeps" / "procurement.yaml").read_text())
+    offers = {(g, o) for g, os in sweep["costs"].items() for o in finance_ids(os)} | {("gaudi3", None)}
+    for _model, group in table.group_by("Model"):
+        assert sorted(zip(group["GPU"], group["Offer"], strict=True), key=str) == sorted(offers, key=str)
+    # no option that misses a target is recommended (ranked)
+    assert table.filter(pl.col("Meets targets") == "no")["Rank"].is_null().all()
+    assert table["Rank"].drop_nulls().min() == 1
+    check_golden("procurement-options.csv", (procurement / "options.csv").read_text())
+
+
+def finance_ids(entries) -> list[str]:
+    return [oid for e in (entries if isinstance(entries, list) else [entries]) for oid in CostSpec(**e).ids()]
+
+
+def test_procurement_report_first_table_lists_every_priced_option(procurement):
+    md = (procurement / "report.md").read_text()
+    tables = first_tables(md)
+    sweep = yaml.safe_load((ROOT / "sweeps" / "procurement.yaml").read_text())
+    for section in tables.split("### ")[1:]:
+        for gpu, entries in sweep["costs"].items():
+            for oid in finance_ids(entries):
+                assert f"| **{gpu}** · {oid} |" in section
+        recommended = [line for line in section.splitlines() if "**recommended**" in line]
+        assert len(recommended) == 1 and "| yes · **recommended** |" in recommended[0]
+    html = (procurement / "report.html").read_text()
+    assert html.index('class="options"') < html.index('class="recs"')  # the first table of each model
+    check_golden("procurement-first-table.md", tables)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
+    """Load the report at 1,280 px in headless Chromium; a script writes the widest first table's
+    scrollWidth into the title."""
+    probe = (
+        "<script>window.addEventListener('load', function () { var w = 0;"
+        " document.querySelectorAll('table.options').forEach(function (t) { w = Math.max(w, t.scrollWidth); });"
+        " document.title = 'options-width=' + w; });</script></body>"
+    )
+    page = tmp_path / "report.html"
+    page.write_text((procurement / "report.html").read_text().replace("</body>", probe))
+    cmd = [
+        shutil.which("chromium"),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'chrome'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--window-size=1280,900",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    width = int(re.search(r"<title>options-width=(\d+)</title>", dom).group(1))
+    assert 0 < width <= 1280
