@@ -55,7 +55,8 @@ def _missing(v) -> bool:
 
 
 def f_bytes(v) -> str:
-    return "–" if _missing(v) else f"{v / 1e9:,.1f} GB"
+    """Memory in GiB (2^30 bytes), as the charts show it: vendors' "80 GB" HBM is 80 GiB."""
+    return "–" if _missing(v) else f"{v / 2**30:,.1f} GiB"
 
 
 def f_gib(v) -> str:
@@ -516,7 +517,7 @@ def write_reports(
 ) -> list[str]:
     """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
     context = build_context(frame, options, manifest)
-    charts = build_charts(frame)
+    charts = build_charts(frame, options)
     written = []
     if "html" in formats:
         (folder / "report.html").write_text(render_html(context, charts, template_dir_override), encoding="utf-8")

@@ -324,7 +324,7 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
     by_loc: dict[KeyPath, list[str]] = {}
     got: dict[KeyPath, str] = {}
     for err in e.errors():
-        loc: KeyPath = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        loc: KeyPath = _written(doc.data, tuple(p for p in err["loc"] if not _is_union_tag(p)), prefix)
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             known = _fields_at(model, loc[:-1])
@@ -340,6 +340,26 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
         if msg not in by_loc[loc]:
             by_loc[loc].append(msg)
     return [doc.problem((*prefix, *loc), " or ".join(msgs) + got.get(loc, "")) for loc, msgs in by_loc.items()]
+
+
+def _written(data: Any, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
+    """`loc` as the file wrote it: a list index pydantic added to a single value that stands for a
+    list of one (a GPU's one price offer, an axis of one value) is dropped."""
+    node: Any = data
+    for part in prefix:
+        node = node.get(part) if isinstance(node, dict) else None
+    out: list = []
+    for part in loc:
+        if isinstance(part, int) and not isinstance(node, list):
+            continue
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
 
 
 _UNION_TAG = re.compile(r"^(int|str|float|bool|none|constrained-\w+|[a-z_-]+\[.*\])$")
