@@ -306,9 +306,10 @@ def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
     """Load the report at 1,280 px in headless Chromium; a script writes the widest first table's
     scrollWidth into the title."""
     probe = (
-        "<script>window.addEventListener('load', function () { var w = 0;"
-        " document.querySelectorAll('table.options').forEach(function (t) { w = Math.max(w, t.scrollWidth); });"
-        " document.title = 'options-width=' + w; });</script></body>"
+        "<script>window.addEventListener('load', function () { var w = 0, room = 1e9;"
+        " document.querySelectorAll('table.options').forEach(function (t) {"
+        " w = Math.max(w, t.scrollWidth); room = Math.min(room, t.parentNode.clientWidth); });"
+        " document.title = 'options-width=' + w + ' room=' + room; });</script></body>"
     )
     page = tmp_path / "report.html"
     page.write_text((procurement / "report.html").read_text().replace("</body>", probe))
@@ -325,5 +326,53 @@ def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
         page.resolve().as_uri(),
     ]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
-    width = int(re.search(r"<title>options-width=(\d+)</title>", dom).group(1))
-    assert 0 < width <= 1280
+    width, room = map(int, re.search(r"<title>options-width=(\d+) room=(\d+)</title>", dom).groups())
+    assert 0 < width <= 1280 and width <= room  # no horizontal scrolling either
+
+
+# -- answers that read well -------------------------------------------------------------------------------------------
+def test_charts_choose_units_marks_and_formats():
+    import polars as pl
+
+    from llmsweep import charts
+
+    assert charts.time_unit(pl.Series([12.0, 9_999.0])) == (1.0, "ms")
+    assert charts.time_unit(pl.Series([12.0, 350_000.0])) == (1000.0, "s")  # never an axis to 350,000 ms
+    one_length = pl.DataFrame(
+        {"model": ["m", "m"], "option": ["a", "b"], "input_tokens": [2048, 2048], "ttft_ms": [120.0, 80.0]}
+    )
+    spec = charts.ttft_chart(one_length).to_dict()
+    assert spec["spec"]["mark"]["type"] == "bar"  # one prompt length: bars, not a column of dots
+    assert spec["spec"]["encoding"]["x"]["title"] == "time to first token (ms), 2,048-token prompt"
+    decode = pl.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "option": ["a"] * 4,
+            "batch": [1, 1, 8, 8],
+            "measure": ["aggregate", "per sequence"] * 2,
+            "tokens_per_s": [50.0, 50.0, 380.0, 47.5],
+        }
+    )
+    enc = charts.decode_chart(decode).to_dict()["spec"]["encoding"]
+    # the legend shows the measures as two shapes (circle, square), not two identical black dots
+    assert enc["shape"]["field"] == "measure" and enc["strokeDash"]["legend"] is None
+    assert enc["y"]["axis"]["format"] == "~s"  # log axis: 20, 200, 2k, not 1e+15 beside 200,000,000,000
+
+
+def test_why_does_not_suggest_an_fp8_kv_cache_twice():
+    from llmsweep.report import _why, f_bytes
+
+    row = {
+        "bound": "memory",
+        "decode_weight_fraction": 0.2,
+        "bytes_per_weight": 1.0,
+        "batch": 64,
+        "max_batch": 128,
+        "slo_batch": 64,
+        "kv_precision": "fp8",
+        "kv_bytes_per_element": 1.0,
+    }
+    assert "an fp8 KV cache halves it" not in _why(row)
+    assert "(already fp8)" in _why(row)
+    assert "an fp8 KV cache halves it" in _why({**row, "kv_precision": "auto", "kv_bytes_per_element": 2.0})
+    assert f_bytes(80 * 2**30) == "80.0 GiB"  # memory in GiB, in tables as in charts
