@@ -1,10 +1,12 @@
 """Capacity and cost: from estimates to a procurement answer.
 
-Prices (the sweep's `costs`, else the catalog's dated example prices), latency targets (`slo`) and
-traffic (`workload`) turn each configuration into what it costs per hour, per million tokens and
-over three years, and how many replicas, GPUs and servers the traffic needs. `options` then takes
-each hardware option (GPU x model x precision x KV precision x tp x pp x lengths) at the largest
-batch that meets the targets (`slo_batch`), which is what `plan.csv` lists and what the reports
+Price offers (the sweep's `costs`; dated example prices for data-centre GPUs when it gives none or
+says `costs: example`; see finance.py), latency targets (`slo`) and traffic (`workload`) turn each
+configuration into what it costs per hour and per million tokens, how many replicas, GPUs, servers
+and racks the traffic needs, and its capex, opex and TCO over the sweep's `horizon_years`.
+`options` then takes each hardware option (GPU x model x precision x KV precision x tp x pp x
+lengths), once per offer of its GPU, at the largest batch that meets the targets (`slo_batch`; only
+the grid's own batches when it has no `max`), which is what `plan.csv` lists and what the reports
 rank and recommend.
 """
 
