@@ -138,18 +138,40 @@ class CostSpec(_Strict):
     name: str | None = Field(
         None, description="The offer's id in the plan (default: rent, rent-<term>, buy-<years>y, example)."
     )
-    rent: float | None = Field(None, ge=0, description="Rental price per GPU-hour.")
+    rent: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False, description="Rental price per GPU-hour.")
     term: str | None = Field(None, description="Rental term, e.g. on-demand, 1y-reserved, spot (names the offer).")
-    buy: float | None = Field(None, ge=0, description="Purchase price per GPU.")
-    years: float | None = Field(None, gt=0, description="Years over which a purchase is written off (default 4).")
-    server_usd: float = Field(
-        0, ge=0, description="Purchase price of one server without its GPUs (chassis, CPUs, memory, NICs)."
+    buy: float | None = Field(None, ge=0, le=1e8, allow_inf_nan=False, description="Purchase price per GPU.")
+    years: float | None = Field(
+        None, ge=0.1, le=100, allow_inf_nan=False, description="Years over which a purchase is written off (default 4)."
     )
-    network_usd_per_server: float = Field(0, ge=0, description="Each server's share of switches, optics and cables.")
-    host_kw: float = Field(0, ge=0, description="Power of one server beyond its GPUs' TDP (CPUs, fans, NICs), kW.")
-    rack_kw: float | None = Field(None, gt=0, description="Power limit of one rack, kW (servers per rack follow).")
-    servers_per_rack: int | None = Field(None, gt=0, description="Servers one rack holds (space limit).")
-    rack_usd_per_month: float = Field(0, ge=0, description="Colocation price per rack per month.")
+    server_usd: float = Field(
+        0,
+        ge=0,
+        le=1e9,
+        allow_inf_nan=False,
+        description="Purchase price of one server without its GPUs (chassis, CPUs, memory, NICs).",
+    )
+    network_usd_per_server: float = Field(
+        0, ge=0, le=1e9, allow_inf_nan=False, description="Each server's share of switches, optics and cables."
+    )
+    host_kw: float = Field(
+        0,
+        ge=0,
+        le=1_000,
+        allow_inf_nan=False,
+        description="Power of one server beyond its GPUs' TDP (CPUs, fans, NICs), kW.",
+    )
+    rack_kw: float | None = Field(
+        None,
+        ge=0.1,
+        le=10_000,
+        allow_inf_nan=False,
+        description="Power limit of one rack, kW (servers per rack follow).",
+    )
+    servers_per_rack: int | None = Field(None, ge=1, le=10_000, description="Servers one rack holds (space limit).")
+    rack_usd_per_month: float = Field(
+        0, ge=0, le=1e7, allow_inf_nan=False, description="Colocation price per rack per month."
+    )
     usd_per_gpu_hour: float | None = Field(None, ge=0, description="Older form of `rent` (on-demand).")
     usd_per_gpu_hour_reserved: float | None = Field(
         None, ge=0, description="Older form: a reserved rate, listed as its own offer (rent-reserved)."
@@ -235,6 +257,8 @@ def _costs(v: Any) -> Any:
     """`costs: example` prices every data-centre GPU of the grid from the catalog's dated examples."""
     if isinstance(v, str) and v.strip().lower() == "example":
         return {EVERY_GPU: [{"example": True}]}
+    if isinstance(v, str):
+        raise ValueError(f"give price offers per GPU, or `example` (got {v!r})")
     return v
 
 
@@ -271,7 +295,9 @@ class SweepSpec(_Strict):
         "GPU-hour, term) or bought (buy: USD per GPU, years, servers, power, racks); `example` (for the whole "
         "sweep or one GPU) = the catalog's dated example cloud price, data-centre GPUs only.",
     )
-    horizon_years: float = Field(3, gt=0, le=30, description="Years the total cost of ownership (tco_usd) covers.")
+    horizon_years: float = Field(
+        3, ge=0.1, le=100, allow_inf_nan=False, description="Years the total cost of ownership (tco_usd) covers."
+    )
     rent_paid: Literal["24/7", "per-hour-used"] = Field(
         "24/7",
         description="How rented GPUs are paid: reserved around the clock (24/7), or only for the GPU-hours "

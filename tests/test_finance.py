@@ -376,3 +376,16 @@ def test_why_does_not_suggest_an_fp8_kv_cache_twice():
     assert "(already fp8)" in _why(row)
     assert "an fp8 KV cache halves it" in _why({**row, "kv_precision": "auto", "kv_bytes_per_element": 2.0})
     assert f_bytes(80 * 2**30) == "80.0 GiB"  # memory in GiB, in tables as in charts
+
+
+def test_cost_errors_name_the_offer_as_written(tmp_path):
+    with pytest.raises(SpecError) as e:
+        load(sweep_file(tmp_path, costs={"h200-sxm": [{"rent": float("nan")}, {"buy": 1e300}]}, horizon_years=0))
+    text = str(e.value)
+    assert "costs.h200-sxm[0].rent: Input should be a finite number (got nan)" in text
+    assert "costs.h200-sxm[1].buy: Input should be less than or equal to 100000000 (got 1e+300)" in text
+    assert "horizon_years: Input should be greater than or equal to 0.1 (got 0)" in text
+    with pytest.raises(SpecError, match=r"costs.h200-sxm: Input should be a valid dictionary or instance of CostSpec"):
+        load(sweep_file(tmp_path, costs={"h200-sxm": 5}))  # one offer, written without a list
+    with pytest.raises(SpecError, match=r"costs: give price offers per GPU, or `example` \(got 'exampel'\)"):
+        load(sweep_file(tmp_path, costs="exampel"))
