@@ -451,8 +451,8 @@ def break_even(
     column: str = "usd_per_million_output_tokens",
     rent_paid: str = RENT_24_7,
 ) -> str | None:
-    """Rent or buy, for a model whose best bought option competes with its best rented one, under the
-    run's one assumption on how rent is paid.
+    """Rent or buy, for a model whose best bought option (by `column`) competes with its best rented
+    one, under the run's one assumption on how rent is paid.
 
     Rent paid 24/7: both fleets cost the same busy or idle, so utilisation does not decide; the
     bought fleet's capex pays back after capex / (rent per month - bought opex per month) months.
@@ -471,7 +471,10 @@ def break_even(
         return f"{row['gpu']}{offer} ({row['precision']}, tp{row['tp']})"
 
     if rent_paid != RENT_24_7:
-        u = b[column] / r[column]
+        per_token = "usd_per_million_output_tokens"
+        if b.get(per_token) is None or r.get(per_token) is None:
+            return None
+        u = b[per_token] / r[per_token]
         if u >= 1:
             return None
         return (
@@ -479,7 +482,8 @@ def break_even(
             "(rented GPUs paid only for the hours used)."
         )
     if b.get("gpus_needed") is None or r.get("gpus_needed") is None:  # no workload: no fleets to compare
-        if b[column] >= r[column]:
+        per_token = "usd_per_million_output_tokens"
+        if b.get(per_token) is None or r.get(per_token) is None or b[per_token] >= r[per_token]:
             return None
         return (
             f"Both paid around the clock, buying {name(b)} costs less per token than renting {name(r)} "

@@ -277,7 +277,7 @@ def recommendations(
                 "options": [_option(r, column, batches) for r in ranked.iter_rows(named=True)],
                 "miss": _option(missing.row(0, named=True), column, batches) if missing.height else None,
                 "ties": ties,
-                "break_even": break_even(rows, model, rent_paid=rent_paid) if _is_cost(column) else None,
+                "break_even": break_even(rows, model, column, rent_paid) if _is_cost(column) else None,
                 "sensitivity": sensitivity.get(f"{model}|{s_in}|{s_out}", []),
             }
         )
