@@ -14,8 +14,11 @@ from dataclasses import dataclass
 import altair as alt
 import polars as pl
 
-GIB = 2**30
+GIB = 2**30  # memory is shown in GiB everywhere (charts and tables)
 WIDTH = 520
+NUMBER_AXIS = alt.Axis(format=",~r", labelOverlap=True)  # linear axes: 1,600 and 0.5
+SI_AXIS = alt.Axis(format="~s", labelOverlap=True)  # log axes: 1P, 200T, 20G, 2k (never 1e+15 beside 200,000,000,000)
+COUNT_AXIS = alt.Axis(format="~d", labelOverlap=True)
 MAX_SERIES = 12  # lines or bar groups per model, so a chart stays readable
 TEXT = ("gpu", "model", "precision", "kv_precision", "bound", "reason")
 
@@ -139,15 +142,35 @@ def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
 
 
 def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    tooltip = ["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")]
+    if data["batch"].n_unique() == 1:  # one batch: a line would be a column of dots
+        return per_model(
+            alt.Chart(data)
+            .mark_bar()
+            .encode(
+                x=alt.X("tokens_per_s:Q", title=f"output tokens/s at concurrency {data['batch'][0]}", axis=NUMBER_AXIS),
+                y=alt.Y("option:N", title=None),
+                yOffset="measure:N",
+                color=alt.Color("measure:N", title=None),
+                tooltip=tooltip,
+            )
+        )
     return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
-            x=alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)"),
-            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s"),
+            x=alt.X(
+                "batch:Q",
+                scale=alt.Scale(type="log", base=2),
+                title="concurrency (requests in flight)",
+                axis=COUNT_AXIS,
+            ),
+            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=SI_AXIS),
             color=alt.Color("option:N", title="GPU · weights · layout"),
-            strokeDash=alt.StrokeDash("measure:N", title=None),
-            tooltip=["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")],
+            # dash and point shape both tell the two measures apart; the legend shows the shapes (circle, square)
+            strokeDash=alt.StrokeDash("measure:N", legend=None),
+            shape=alt.Shape("measure:N", title="tokens/s"),
+            tooltip=tooltip,
         ),
         height=260,
     )
@@ -165,15 +188,38 @@ def ttft_data(frame: pl.LazyFrame) -> pl.DataFrame:
     return _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "input_tokens"])
 
 
+def time_unit(ms: pl.Series) -> tuple[float, str]:
+    """Seconds when the longest time reaches 10 s, else milliseconds: (divisor from ms, unit)."""
+    top = ms.max()
+    return (1000.0, "s") if top is not None and top >= 10_000 else (1.0, "ms")
+
+
 def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    div, unit = time_unit(data["ttft_ms"])
+    data = data.with_columns(ttft=pl.col("ttft_ms") / div)
+    tooltip = ["option:N", "input_tokens:Q", alt.Tooltip("ttft:Q", title=f"TTFT ({unit})", format=",.2f")]
+    if data["input_tokens"].n_unique() == 1:  # one prompt length: bars, not a column of dots
+        return per_model(
+            alt.Chart(data)
+            .mark_bar()
+            .encode(
+                x=alt.X(
+                    "ttft:Q",
+                    title=f"time to first token ({unit}), {data['input_tokens'][0]:,}-token prompt",
+                    axis=NUMBER_AXIS,
+                ),
+                y=alt.Y("option:N", title=None, sort="x"),
+                tooltip=tooltip,
+            )
+        )
     return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
-            x=alt.X("input_tokens:Q", title="prompt length (tokens)"),
-            y=alt.Y("ttft_ms:Q", title="time to first token (ms)"),
+            x=alt.X("input_tokens:Q", title="prompt length (tokens)", axis=COUNT_AXIS),
+            y=alt.Y("ttft:Q", title=f"time to first token ({unit})", axis=NUMBER_AXIS),
             color=alt.Color("option:N", title="GPU · weights · layout"),
-            tooltip=["option:N", "input_tokens:Q", alt.Tooltip("ttft_ms:Q", format=",.1f")],
+            tooltip=tooltip,
         ),
         height=240,
     )
@@ -222,8 +268,8 @@ def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
         alt.Chart(roofline_roofs(points))
         .mark_line(strokeWidth=1.5)
         .encode(
-            x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)"),
-            y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log"), title="FLOP/s per GPU"),
+            x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)", axis=SI_AXIS),
+            y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log"), title="FLOP/s per GPU (SI prefixes)", axis=SI_AXIS),
             color=alt.Color("gpu:N"),
         )
     )
@@ -250,7 +296,20 @@ def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
 
 
 # -- what is cheapest? (when the sweep has prices) ------------------------------------------------------------
-def cost_data(frame: pl.LazyFrame) -> pl.DataFrame:
+def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model and GPU (and offer, from the plan when given: the options that meet the targets),
+    the cheapest layout's USD per million output tokens."""
+    if options is not None and options.height and "offer" in options.columns:
+        rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(
+            pl.col("meets_slo") & pl.col("usd_per_million_output_tokens").is_not_null()
+        )
+        best = (
+            rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu", "offer"], maintain_order=True).first()
+        )
+        best = best.select("model", "gpu", "offer", "precision", "tp", "pp", "batch", "usd_per_million_output_tokens")
+        return best.with_columns(
+            option=pl.format("{} · {} · {} · tp{} pp{}", "gpu", "offer", "precision", "tp", "pp")
+        ).sort(["model", "usd_per_million_output_tokens"])
     if "usd_per_million_output_tokens" not in frame.collect_schema().names():
         return pl.DataFrame()
     rows = _strings(frame).filter(pl.col("fits") & pl.col("usd_per_million_output_tokens").is_not_null())
@@ -265,8 +324,12 @@ def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("usd_per_million_output_tokens:Q", title="USD per million output tokens (cheapest layout per GPU)"),
-            y=alt.Y("option:N", sort="x", title=None),
+            x=alt.X(
+                "usd_per_million_output_tokens:Q",
+                title="USD per million output tokens (cheapest layout per GPU and offer)",
+                axis=alt.Axis(format="$,.2f", labelOverlap=True),
+            ),
+            y=alt.Y("option:N", sort="x", title=None, axis=alt.Axis(labelLimit=320)),
             tooltip=["option:N", "batch:Q", alt.Tooltip("usd_per_million_output_tokens:Q", format="$,.3f")],
         )
     )
@@ -332,11 +395,12 @@ CHARTS: tuple[ChartSpec, ...] = (
 )
 
 
-def build_charts(frame: pl.LazyFrame) -> list[tuple[ChartSpec, alt.TopLevelMixin]]:
-    """Every chart the estimates can support (cost needs prices), in report order."""
+def build_charts(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> list[tuple[ChartSpec, alt.TopLevelMixin]]:
+    """Every chart the estimates can support (cost needs prices), in report order; the cost chart
+    reads the plan (`options`, one bar per GPU x offer) when given."""
     out = []
     for spec in CHARTS:
-        data = spec.data(frame)
+        data = spec.data(frame, options) if spec.id == "cost" else spec.data(frame)
         if data.height:
             out.append((spec, spec.build(data)))
     return out

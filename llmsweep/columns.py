@@ -510,21 +510,30 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Price per GPU-hour",
             "Rent, or purchase amortised + power + hosting, per GPU-hour.",
         ),
+        (
+            "offer",
+            S,
+            "",
+            "Offer",
+            "The price offer (sweep `costs`): rent, rent-<term>, buy-<years>y, example, or its `name`. estimates.csv "
+            "prices each row with its GPU's first offer; plan.csv has a row per offer.",
+        ),
         ("price_source", S, "", "Price source", "Where usd_per_gpu_hour comes from (the sweep, or a dated example)."),
         ("usd_per_hour", F, "USD/h", "Replica cost per hour", "usd_per_gpu_hour x gpus."),
         (
             "usd_per_million_output_tokens",
             F,
-            "USD",
+            "USD/M tokens",
             "USD per million output tokens",
-            "usd_per_hour / (output_tokens_per_s x 3600) x 10^6, the replica fully loaded.",
+            "All-in: usd_per_hour / (output_tokens_per_s x 3600) x 10^6, the replica fully loaded (prompts included).",
         ),
         (
             "usd_per_million_input_tokens",
             F,
-            "USD",
+            "USD/M tokens",
             "USD per million input tokens",
-            "The same hour's cost per prompt token: usd_per_hour / (requests/s x input_tokens x 3600) x 10^6.",
+            "The prompt share of the hour: usd_per_hour x min(1, requests/s x prefill_s) / (requests/s x "
+            "input_tokens x 3600) x 10^6. Already inside usd_per_million_output_tokens: never add the two.",
         ),
         (
             "tokens_per_joule",
@@ -551,17 +560,66 @@ COLUMNS: tuple[Column, ...] = tuple(
             "requests/s per replica is capacity_requests_per_s (the targets hold under load).",
         ),
         ("gpus_needed", I, "GPUs", "GPUs needed", "replicas x tp x pp."),
-        ("servers_needed", I, "servers", "Servers needed", "ceil(gpus_needed / gpus_per_node)."),
         ("utilization", F, "fraction", "Utilisation", "Average load / capacity of the whole fleet."),
-        ("fleet_usd_per_month", F, "USD", "Fleet USD per month", "gpus_needed x usd_per_gpu_hour x 730 h."),
+        (
+            "servers_needed",
+            I,
+            "servers",
+            "Servers",
+            "ceil(fleet GPUs / gpus_per_node); the fleet is gpus_needed, or one replica (gpus) without a workload.",
+        ),
+        (
+            "racks_needed",
+            I,
+            "racks",
+            "Racks",
+            "Bought offers: ceil(servers / servers per rack), a rack holding min(servers_per_rack, "
+            "floor(rack_kw / server kW)); empty when the offer gives no rack limit.",
+        ),
+        (
+            "fleet_kw",
+            F,
+            "kW",
+            "Fleet kW",
+            "IT power of the fleet at full load: GPUs x TDP + servers x host_kw (bought); before PUE.",
+        ),
+        (
+            "capex_usd",
+            F,
+            "USD",
+            "Capex",
+            "Cash paid up front: fleet GPUs x purchase + servers x (server_usd + network_usd_per_server); 0 rented.",
+        ),
+        (
+            "opex_usd_per_year",
+            F,
+            "USD",
+            "Opex per year",
+            "Cash per year: power (kW x PUE x utilisation x USD/kWh x 8,760 h) + hosting (per kW-month and per "
+            "rack-month) for bought fleets; rent (GPUs x USD/h x 8,760 h, x utilisation when rent_paid is "
+            "per-hour-used) for rented ones.",
+        ),
+        (
+            "fleet_usd_per_month",
+            F,
+            "USD",
+            "Fleet USD per month",
+            "Amortised: (capex / amortisation years + opex per year) / 12.",
+        ),
         (
             "fleet_usd_per_million_output_tokens",
             F,
-            "USD",
+            "USD/M tokens",
             "Fleet USD per million output tokens",
-            "The fleet's cost over the tokens it actually serves at average load (idle headroom included).",
+            "The fleet's monthly cost over the tokens it actually serves at average load (idle headroom included).",
         ),
-        ("tco_3y_usd", F, "USD", "3-year TCO", "The fleet for three years: purchase + power + hosting, or rent."),
+        (
+            "tco_usd",
+            F,
+            "USD",
+            "TCO",
+            "Cash over the sweep's horizon_years (default 3): capex + horizon x opex per year.",
+        ),
         # Uncertainty bands: the middle 80 % of the profile's cross-validated errors (docs/fidelity.md);
         # null for a profile without bands (ideal).
         (
@@ -615,14 +673,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         (
             "usd_per_million_output_tokens_low",
             F,
-            "USD",
+            "USD/M tokens",
             "USD per million output tokens (low)",
             "Low end of the 80 % band of usd_per_million_output_tokens.",
         ),
         (
             "usd_per_million_output_tokens_high",
             F,
-            "USD",
+            "USD/M tokens",
             "USD per million output tokens (high)",
             "High end of the 80 % band of usd_per_million_output_tokens.",
         ),
@@ -675,6 +733,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("ttft_target_s", F, "s", "TTFT target", "The sweep's slo.ttft_s.", False),
         ("tpot_target_s", F, "s", "TPOT target", "The sweep's slo.tpot_s.", False),
         ("request_latency_target_s", F, "s", "Latency target", "The sweep's slo.request_latency_s.", False),
+        ("horizon_years", F, "years", "Horizon", "Years tco_usd covers (the sweep's horizon_years).", False),
     )
 )
 
@@ -736,12 +795,16 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "decode_step_s",
     "decode_comm_s",
     "bytes_per_weight",
+    "kv_bytes_per_element",
     "compute_dtype",
     "requests_per_s_per_replica",
     "replicas",
     "gpus_needed",
     "servers_needed",
+    "racks_needed",
+    "fleet_kw",
     "utilization",
+    "offer",
     "usd_per_gpu_hour",
     "rent_usd_per_gpu_hour",
     "amortized_usd_per_gpu_hour",
@@ -762,9 +825,12 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "usd_per_hour",
     "usd_per_million_output_tokens",
     "usd_per_million_input_tokens",
+    "capex_usd",
+    "opex_usd_per_year",
     "fleet_usd_per_month",
     "fleet_usd_per_million_output_tokens",
-    "tco_3y_usd",
+    "tco_usd",
+    "horizon_years",
     "tokens_per_joule",
     "peak_requests_per_s",
     "headroom",
@@ -800,4 +866,64 @@ def markdown_dictionary() -> str:
     for col in COLUMNS:
         if col.exported:
             lines.append(f"| `{col.name}` | {col.unit or '-'} | {col.description} |")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class OptionColumn:
+    """A column of options.csv: a human header with its unit, read from a plan column and scaled."""
+
+    header: str
+    source: str  # plan column (or a name options.py computes)
+    unit: str  # the human unit the values are in
+    scale: float = 1.0
+    description: str = ""
+
+
+# options.csv and the report's first table: one row per model x lengths x GPU x offer, the best layout
+# for it under the targets, in human units (the plan frame keeps SI units).
+OPTION_COLUMNS: tuple[OptionColumn, ...] = (
+    OptionColumn("Model", "model", "", description="Model id."),
+    OptionColumn("Input tokens", "input_tokens", "tokens", description="Prompt length."),
+    OptionColumn("Output tokens", "output_tokens", "tokens", description="Generated tokens."),
+    OptionColumn("GPU", "gpu", "", description="GPU catalog id."),
+    OptionColumn("Offer", "offer", "", description="Price offer (rent, rent-<term>, buy-<years>y, example, name)."),
+    OptionColumn("Price source", "price_source", "", description="Where the price comes from."),
+    OptionColumn("Weights", "precision", "", description="Weight format of the best layout."),
+    OptionColumn("KV cache", "kv_precision", "", description="KV-cache format of the best layout."),
+    OptionColumn("TP", "tp", "GPUs", description="Tensor-parallel size."),
+    OptionColumn("PP", "pp", "GPUs", description="Pipeline-parallel size."),
+    OptionColumn("Batch", "batch", "sequences", description="Concurrent sequences per replica."),
+    OptionColumn("Rank", "rank", "", description="Rank among the model's options that meet the targets."),
+    OptionColumn("Meets targets", "meets_targets", "", description="yes, or no."),
+    OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
+    OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),
+    OptionColumn("Servers", "servers_needed", "servers", description="Servers of the fleet."),
+    OptionColumn("Racks", "racks_needed", "racks", description="Racks (bought offers with a rack limit)."),
+    OptionColumn("Power (kW)", "fleet_kw", "kW", description="IT power at full load, before PUE."),
+    OptionColumn("Capex (USD)", "capex_usd", "USD", description="Paid up front: GPUs + servers + network."),
+    OptionColumn("Opex (USD per year)", "opex_usd_per_year", "USD", description="Power + hosting, or rent."),
+    OptionColumn("Cost (USD per month)", "fleet_usd_per_month", "USD", description="Amortised monthly cost."),
+    OptionColumn("TCO (USD)", "tco_usd", "USD", description="Capex + horizon x opex (see Horizon)."),
+    OptionColumn("Horizon (years)", "horizon_years", "years", description="Years the TCO covers."),
+    OptionColumn(
+        "USD per M output tokens",
+        "usd_per_million_output_tokens",
+        "USD/M tokens",
+        description="All-in cost per million output tokens, a replica fully loaded.",
+    ),
+    OptionColumn("USD per M (low)", "usd_per_million_output_tokens_low", "USD/M tokens", description="80 % band."),
+    OptionColumn("USD per M (high)", "usd_per_million_output_tokens_high", "USD/M tokens", description="80 % band."),
+    OptionColumn("Tokens/s per user", "decode_tokens_per_s_per_seq", "tokens/s", description="What one user sees."),
+    OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Time to first token."),
+    OptionColumn("USD per GPU-hour", "usd_per_gpu_hour", "USD/h", description="Amortised price per GPU-hour."),
+)
+
+
+def options_dictionary() -> str:
+    """The README's table of options.csv columns."""
+    lines = ["| header | unit | meaning |", "| --- | --- | --- |"]
+    for col in OPTION_COLUMNS:
+        source = f" (`{col.source}`{' x 1000' if col.scale == 1e3 else ''})" if col.source in BY_NAME else ""
+        lines.append(f"| {col.header} | {col.unit or '-'} | {col.description}{source} |")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import polars as pl
 
-from llmsweep.columns import BY_NAME
+from llmsweep.columns import BY_NAME, OPTION_COLUMNS
 from llmsweep.errors import LlmsweepError
 
 XLSX_MAX_ROWS = 100_000  # beyond this a spreadsheet is the wrong tool: use the CSV or Parquet
@@ -32,6 +32,15 @@ _XLSX_FORMATS = {
     "experts": "0.00",
     "USD": "$#,##0.00",
     "USD/h": "$#,##0.000",
+    "USD/M tokens": "$#,##0.0000",
+    "kW": "#,##0.0",
+    "ms": "#,##0",
+    "GPUs": "#,##0",
+    "servers": "#,##0",
+    "racks": "#,##0",
+    "sequences": "#,##0",
+    "tokens": "#,##0",
+    "years": "0.##",
     "requests/s": "#,##0.00",
     "tokens/J": "#,##0.00",
 }
@@ -82,7 +91,7 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     number formats by unit."""
     import xlsxwriter
 
-    for name, frame in sheets.items():
+    for name, frame in sorted(sheets.items(), key=lambda item: -item[1].height):  # the largest first
         if frame.height > XLSX_MAX_ROWS:
             raise LlmsweepError(
                 f"{frame.height:,} rows is more than an XLSX sheet should hold (limit {XLSX_MAX_ROWS:,}) in "
@@ -93,17 +102,18 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     bold = wb.add_format({"bold": True, "bottom": 1})
     unit_fmt = wb.add_format({"italic": True, "font_color": "#555555"})
     formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
+    option_units = {col.header: col.unit for col in OPTION_COLUMNS}  # options.csv's human headers
     for name, frame in sheets.items():
         ws = wb.add_worksheet(name)
-        cols = [BY_NAME.get(n) for n in frame.columns]
-        for j, (n, col) in enumerate(zip(frame.columns, cols, strict=True)):
-            ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(col.unit) if col else None)
+        units = [BY_NAME[n].unit if n in BY_NAME else option_units.get(n) for n in frame.columns]
+        for j, (n, unit) in enumerate(zip(frame.columns, units, strict=True)):
+            ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(unit) if unit else None)
         ws.freeze_panes(2, 0)
         # constant_memory writes row by row: the names, then the units, then the data
         for j, n in enumerate(frame.columns):  # text cells, never formulas
             ws.write_string(0, j, n, bold)
-        for j, col in enumerate(cols):
-            ws.write_string(1, j, col.unit if col else "", unit_fmt)
+        for j, unit in enumerate(units):
+            ws.write_string(1, j, unit or "", unit_fmt)
         for i, row in enumerate(frame.iter_rows(), start=2):
             for j, v in enumerate(row):
                 if v is None or (isinstance(v, float) and not math.isfinite(v)):

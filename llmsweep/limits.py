@@ -44,6 +44,12 @@ of the bounds as literals (a test keeps them equal).
     prefill_chunk_tokens      1            10,000,000  tokens
     band_factor               0.001        1,000       ratio       uncertainty bands
     expert_imbalance          1            4           ratio       busiest expert-parallel GPU / mean
+    server_usd                0            1e9         USD         server_usd, network_usd_per_server
+    host_kw                   0            1,000       kW          a server's power beyond its GPUs
+    rack_kw                   0.1          10,000      kW
+    servers_per_rack          1            10,000      servers
+    rack_usd_per_month        0            1e7         USD
+    horizon_years             0.1          100         years
     share                     0            1           fraction    burst_share (closed-loop first wave)
     config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
     config_count              1            65,536                  layers, heads, experts
@@ -120,6 +126,12 @@ RANGES: dict[str, Range] = {
     "pue": Range(1, 5, "ratio"),
     "power_utilization": Range(0.01, 1, "fraction"),
     "hosting_usd_per_kw_month": Range(0, 100_000, "USD"),
+    "server_usd": Range(0, 1e9, "USD"),
+    "host_kw": Range(0, 1_000, "kW"),
+    "rack_kw": Range(0.1, 10_000, "kW"),
+    "servers_per_rack": Range(1, 10_000, "servers", integer=True),
+    "rack_usd_per_month": Range(0, 1e7, "USD"),
+    "horizon_years": Range(0.1, 100, "years"),
     "top_n": Range(1, 10_000, "options", integer=True),
     "memory_gb": Range(0.1, 100_000, "GB"),
     "memory_bandwidth_gbps": Range(1, 1_000_000, "GB/s"),

@@ -15,10 +15,11 @@ import polars as pl
 
 from llmsweep import __version__, plan
 from llmsweep.catalog.engines import AUTO, default_engine
-from llmsweep.columns import PLAN_EXPORTED, SCHEMA
+from llmsweep.columns import PLAN_EXPORTED, SCHEMA, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
+from llmsweep.finance import options_table, rent_statement
 from llmsweep.grid import grid_parts, model_precisions
 from llmsweep.outfolder import atomic_folder
 from llmsweep.report import workloads as report_workloads
@@ -56,7 +57,7 @@ def compute_plan(sweep: Sweep) -> Plan:
     opts = plan.options(base.lazy(), inputs)
     if opts.height == 0:
         return Plan(opts, sweep.spec.rank_by, (), {})
-    column, note = plan.rank_column(opts, sweep.spec.rank_by)
+    column, note = plan.rank_column(opts, sweep.spec.rank_by, inputs)
     ranked = plan.rank(opts, column)
     keys = plan.OPTION_KEYS
     # sensitivity for the workloads the reports recommend for (all pairs when there are few)
@@ -67,10 +68,11 @@ def compute_plan(sweep: Sweep) -> Plan:
     pairs = {}
     for (model, s_in, s_out), group in top2.group_by(plan.WORKLOAD_KEYS, maintain_order=True):
         if group.height == 2 and (s_in, s_out) in shown:
-            pair = group.select(keys).with_row_index("_pair")
+            pair = group.select(*keys, pl.col("offer").cast(pl.String).alias(plan.WANT_OFFER)).with_row_index("_pair")
             pairs[f"{model}|{s_in}|{s_out}"] = base.join(pair, on=keys).sort("_pair").drop("_pair")
     sens = plan.sensitivity(pairs, inputs, column) if pairs else {}
-    exported = ranked.select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
+    # plan.csv lists what can run; the rest stays in estimates.csv with its reason
+    exported = ranked.filter(pl.col("fits")).select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
     notes = [note] if note else []
     unmet = ranked.group_by(plan.WORKLOAD_KEYS, maintain_order=True).agg(
         pl.col("rank").is_not_null().any().alias("met"),
@@ -109,7 +111,12 @@ def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]
             for g in sweep.axes.gpu
         },
         "rank_by": the_plan.rank_by,
-        "prices": {g: vars(p) for g, p in plan.plan_inputs(sweep).prices.items()},
+        "prices": {f"{g} {o.offer}": vars(o) for g, os in plan.plan_inputs(sweep).offers.items() for o in os},
+        "finance": {
+            "horizon_years": sweep.spec.horizon_years,
+            "rent_paid": sweep.spec.rent_paid,
+            "statement": rent_statement(sweep.spec.rent_paid, sweep.spec.horizon_years),
+        },
         "sensitivity": the_plan.sensitivity,
         "catalog": {
             "gpus": {g: _entry(cat.gpu(g)) for g in sweep.axes.gpu},
@@ -182,17 +189,21 @@ def run(
         notes.extend(the_plan.notes)
         notes = list(dict.fromkeys(notes))  # each note once, whichever stage found it
         write_parquet(opts.lazy(), tmp / "plan.parquet")
+        # options.csv: one row per GPU x offer, the best layout for it, in human units
+        option_table = options_table(opts, the_plan.rank_by, higher_is_better(the_plan.rank_by))
         if "csv" in tables:
-            say("writing estimates.csv and plan.csv")
+            say("writing estimates.csv, plan.csv and options.csv")
             write_csv(table, tmp / "estimates.csv")
             write_csv(opts.lazy(), tmp / "plan.csv")
+            write_csv(option_table.lazy(), tmp / "options.csv")
         if "xlsx" in tables and rows > XLSX_MAX_ROWS and formats is None:
             notes.append(f"estimates.xlsx not written: {rows:,} rows exceed the {XLSX_MAX_ROWS:,}-row limit")
             tables.remove("xlsx")
         elif "xlsx" in tables:
             say("writing estimates.xlsx")
-            write_xlsx({"estimates": table.collect(), "plan": opts}, tmp / "estimates.xlsx")
-        written = ["estimates.csv", "plan.csv"] if "csv" in tables else []
+            sheets = {"options": option_table, "plan": opts, "estimates": table.collect()}
+            write_xlsx(sheets, tmp / "estimates.xlsx")
+        written = ["estimates.csv", "plan.csv", "options.csv"] if "csv" in tables else []
         written += [f"estimates.{f}" for f in ("parquet", "xlsx") if f in tables]
         written.append("plan.parquet")
         reports = [f for f in wanted if f in REPORT_FORMATS]

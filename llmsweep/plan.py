@@ -1,96 +1,71 @@
 """Capacity and cost: from estimates to a procurement answer.
 
-Prices (the sweep's `costs`, else the catalog's dated example prices), latency targets (`slo`) and
-traffic (`workload`) turn each configuration into what it costs per hour, per million tokens and
-over three years, and how many replicas, GPUs and servers the traffic needs. `options` then takes
-each hardware option (GPU x model x precision x KV precision x tp x pp x lengths) at the largest
-batch that meets the targets (`slo_batch`), which is what `plan.csv` lists and what the reports
+Price offers (the sweep's `costs`; dated example prices for data-centre GPUs when it gives none or
+says `costs: example`; see finance.py), latency targets (`slo`) and traffic (`workload`) turn each
+configuration into what it costs per hour and per million tokens, how many replicas, GPUs, servers
+and racks the traffic needs, and its capex, opex and TCO over the sweep's `horizon_years`.
+`options` then takes each hardware option (GPU x model x precision x KV precision x tp x pp x
+lengths), once per offer of its GPU, at the largest batch that meets the targets (`slo_batch`; only
+the grid's own batches when it has no `max`), which is what `plan.csv` lists and what the reports
 rank and recommend.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from llmsweep.catalog import Catalog
-from llmsweep.columns import c, higher_is_better, text
+from llmsweep.columns import BY_NAME, c, higher_is_better, text
 from llmsweep.estimate import add_batch_estimates, load
-from llmsweep.spec import CostSpec, SloSpec, Sweep, WorkloadSpec
+from llmsweep.finance import (
+    DEFAULT_POWER_UTILIZATION,
+    FLEET_FIELDS,
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    OFFER_COMPONENTS,
+    RENT_24_7,
+    Offer,
+    example_offer,
+    fleet_columns,
+    offer_table,
+    offers_from_costs,
+    price_offers,
+)
+from llmsweep.spec import EVERY_GPU, CostSpec, SloSpec, Sweep, WorkloadSpec
 
-HOURS_PER_MONTH = 730.0  # 8,760 h / 12
-HOURS_PER_YEAR = 8760.0
-DEFAULT_POWER_UTILIZATION = 0.7  # share of TDP drawn on average, when no cost entry says otherwise
-_DATED = re.compile(r"^\d{4}")
+__all__ = ["DEFAULT_POWER_UTILIZATION", "HOURS_PER_MONTH", "HOURS_PER_YEAR", "Offer"]
+Price = Offer  # the older name
 
 
 # -- prices ----------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Price:
-    """One GPU's hourly cost and its parts (USD per GPU-hour)."""
-
-    gpu: str
-    usd_per_gpu_hour: float
-    source: str
-    rent: float = 0.0
-    amortized: float = 0.0
-    power: float = 0.0
-    hosting: float = 0.0
-    purchase_usd_per_gpu: float | None = None
-    power_utilization: float = DEFAULT_POWER_UTILIZATION
-    citation: str = ""  # where an example price was read (kept in manifest.json)
+def price_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> Offer:
+    """The first offer a `costs` entry makes (see finance.offers_from_costs)."""
+    return offers_from_costs(gpu, cost, tdp_w, gpus_per_node)[0]
 
 
-def price_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> Price:
-    """Rented: the hourly price (the reserved one when given: it is what a committed buyer pays).
-    Bought: purchase / (years x 8,760 h) + power (TDP x utilisation x PUE x USD/kWh) + hosting
-    (USD per kW-month x TDP x PUE / 730 h)."""
-    rent = cost.usd_per_gpu_hour_reserved if cost.usd_per_gpu_hour_reserved is not None else cost.usd_per_gpu_hour
-    if rent is not None:
-        kind = "sweep: rented (reserved)" if cost.usd_per_gpu_hour_reserved is not None else "sweep: rented"
-        return Price(gpu, rent, kind, rent=rent, power_utilization=cost.power_utilization)
-    purchase = cost.purchase_usd if cost.purchase_usd is not None else cost.purchase_usd_per_server / gpus_per_node
-    kw = (tdp_w or 0.0) / 1000 * cost.pue
-    amortized = purchase / (cost.amortization_years * HOURS_PER_YEAR)
-    power = kw * cost.power_utilization * cost.power_usd_per_kwh
-    hosting = cost.hosting_usd_per_kw_month * kw / HOURS_PER_MONTH
-    source = "sweep: bought" + ("" if tdp_w else " (no TDP in the catalog: power and hosting not counted)")
-    return Price(
-        gpu,
-        amortized + power + hosting,
-        source,
-        amortized=amortized,
-        power=power,
-        hosting=hosting,
-        purchase_usd_per_gpu=purchase,
-        power_utilization=cost.power_utilization,
-    )
-
-
-def example_price(catalog: Catalog, gpu: str) -> Price | None:
-    """The catalog's example cloud price: the latest dated on-demand listing (else the first on-demand
-    one), labelled with provider, date and source. An example, never the truth."""
-    listings = [p for p in catalog.gpu(gpu).cloud_prices if "on-demand" in str(p.get("type", ""))]
-    if not listings:
-        return None
-    dated = [p for p in listings if _DATED.match(str(p.get("as_of", "")))]
-    best = max(dated, key=lambda p: str(p["as_of"])) if dated else listings[0]
-    source = f"example: {best['provider']}, {best.get('as_of', 'undated')}"
-    citation = f"{best.get('type')}; {best.get('source')}"
-    return Price(gpu, float(best["usd_per_gpu_hour"]), source, rent=float(best["usd_per_gpu_hour"]), citation=citation)
+def example_price(catalog: Catalog, gpu: str) -> Offer | None:
+    return example_offer(catalog, gpu)
 
 
 # -- the plan's inputs --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PlanInputs:
-    prices: dict[str, Price]
+    prices: dict[str, Offer | tuple[Offer, ...]]  # per GPU: its offers (an Offer alone = one offer)
     slo: SloSpec | None
     workload: WorkloadSpec | None
     rank_by: str
     notes: tuple[str, ...] = field(default=())
+    horizon_years: float = 3.0
+    rent_paid: str = RENT_24_7
+    batches: tuple[int, ...] | None = None  # the grid's batches when it has no `max`: the plan chooses among them
+    rank_by_given: bool = True  # False when rank_by is the default (no note when it has no values)
+
+    @property
+    def offers(self) -> dict[str, tuple[Offer, ...]]:
+        return {g: (p,) if isinstance(p, Offer) else tuple(p) for g, p in self.prices.items()}
 
     @property
     def redundancy(self) -> int:
@@ -100,59 +75,53 @@ class PlanInputs:
 
 def plan_inputs(sweep: Sweep) -> PlanInputs:
     spec = sweep.spec
-    costs = {sweep.catalog.resolve_gpu(name).id: cost for name, cost in spec.costs.items()}
-    return make_plan_inputs(sweep.catalog, sweep.axes.gpu, costs, spec.slo, spec.workload, spec.rank_by)
+    every = EVERY_GPU in spec.costs
+    costs = {sweep.catalog.resolve_gpu(name).id: cost for name, cost in spec.costs.items() if name != EVERY_GPU}
+    batches = None if "max" in sweep.axes.batch else tuple(sorted(int(b) for b in sweep.axes.batch))
+    return make_plan_inputs(
+        sweep.catalog,
+        sweep.axes.gpu,
+        costs,
+        spec.slo,
+        spec.workload,
+        spec.rank_by,
+        every=every,
+        horizon_years=spec.horizon_years,
+        rent_paid=spec.rent_paid,
+        batches=batches,
+        rank_by_given="rank_by" in spec.model_fields_set,
+    )
 
 
 def make_plan_inputs(
     cat: Catalog,
     gpus: Sequence[str],
-    costs: dict[str, CostSpec] | None = None,
+    costs: dict[str, list[CostSpec] | CostSpec] | None = None,
     slo: SloSpec | None = None,
     workload: WorkloadSpec | None = None,
     rank_by: str = "usd_per_million_output_tokens",
+    *,
+    every: bool = False,
+    horizon_years: float = 3.0,
+    rent_paid: str = RENT_24_7,
+    batches: tuple[int, ...] | None = None,
+    rank_by_given: bool = True,
 ) -> PlanInputs:
-    """Prices for `gpus` (given costs first, else dated examples), with the targets and traffic."""
-    costs = costs or {}
-    prices, notes = {}, []
-    for gid in gpus:
-        gpu = cat.gpu(gid)
-        price = (
-            price_from_costs(gid, costs[gid], gpu.tdp_w, gpu.gpus_per_node) if gid in costs else example_price(cat, gid)
-        )
-        if price is None:
-            notes.append(f"no price for {gid}: give one under costs to see its cost columns")
-        else:
-            prices[gid] = price
-    examples = sorted(g for g, p in prices.items() if p.source.startswith("example"))
-    if examples:
-        notes.append(
-            f"example cloud prices (dated, from public listings) used for {', '.join(examples)}: "
-            "put your own quotes under a sweep's costs"
-        )
-    return PlanInputs(prices, slo, workload, rank_by, tuple(notes))
+    """Offers for `gpus` (the sweep's costs; dated examples for data-centre GPUs when the sweep gives
+    no prices or says `costs: example`), with the targets and traffic."""
+    listed = {g: v if isinstance(v, list) else [v] for g, v in (costs or {}).items()}
+    offers, notes = price_offers(cat, list(gpus), listed, every)
+    return PlanInputs(
+        dict(offers), slo, workload, rank_by, tuple(notes), horizon_years, rent_paid, batches, rank_by_given
+    )
 
 
-PRICE_COMPONENTS = {  # plan.csv column <- Price field
-    "rent_usd_per_gpu_hour": "rent",
-    "amortized_usd_per_gpu_hour": "amortized",
-    "power_usd_per_gpu_hour": "power",
-    "hosting_usd_per_gpu_hour": "hosting",
-    "purchase_usd_per_gpu": "purchase_usd_per_gpu",
-}
+PRICE_COMPONENTS = OFFER_COMPONENTS
 
 
-def price_table(plan: PlanInputs, components: bool = False) -> pl.LazyFrame:
-    """One row per priced GPU: the hourly price, its source and (with `components`) its parts."""
-    fields = {"usd_per_gpu_hour": "usd_per_gpu_hour", "_power_utilization": "power_utilization"}
-    if components:
-        fields |= PRICE_COMPONENTS
-    rows = [
-        {"gpu": p.gpu, "price_source": p.source, **{col: getattr(p, attr) for col, attr in fields.items()}}
-        for p in plan.prices.values()
-    ]
-    schema = {"gpu": pl.Categorical, "price_source": pl.Categorical, **{col: pl.Float64 for col in fields}}
-    return pl.LazyFrame(rows, schema=schema)
+def price_table(plan: PlanInputs, components: bool = False, every: bool = False) -> pl.LazyFrame:
+    """One row per priced GPU (its first offer), or per GPU x offer with `every`."""
+    return offer_table(plan.offers, every=every, components=components)
 
 
 # -- row-level columns --------------------------------------------------------------------------------------------
@@ -216,33 +185,49 @@ def band_columns() -> dict[str, pl.Expr]:
     return out
 
 
-def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
-    """Cost, SLO and capacity columns for every row (at the row's own batch)."""
+def _drop_private(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.drop(list(FLEET_FIELDS), strict=False)
+
+
+def add_plan_columns(
+    frame: pl.LazyFrame, plan: PlanInputs, every_offer: bool = False, keep_offer_parts: bool = False
+) -> pl.LazyFrame:
+    """Cost, SLO and capacity columns for every row (at the row's own batch). Each row is priced with
+    its GPU's first offer, or (with `every_offer`) repeated once per offer. `keep_offer_parts` keeps
+    the offer's private columns so that at_traffic can cost the fleet again."""
+    done = (lambda f: f) if keep_offer_parts else _drop_private
     w = plan.workload
     peak = peak_requests_per_s(w)
-    frame = frame.join(price_table(plan), on="gpu", how="left", maintain_order="left").with_columns(
-        usd_per_hour=c.usd_per_gpu_hour * c.gpus,
+    how = "inner" if every_offer else "left"
+    prices = price_table(plan, every=every_offer, components=every_offer)
+    if every_offer:  # unpriced GPUs stay, with no offer
+        unpriced = frame.select("gpu").unique().join(prices.select("gpu"), on="gpu", how="anti")
+        prices = pl.concat([prices, unpriced], how="diagonal")
+    frame = frame.join(prices, on="gpu", how=how, maintain_order="left").with_columns(
+        usd_per_gpu_hour=pl.when(c.fits).then(c.usd_per_gpu_hour),
         meets_slo=meets_slo(plan.slo),
-        tokens_per_joule=c.output_tokens_per_s / (c.gpus * c.gpu_tdp_w * pl.col("_power_utilization")),
+        tokens_per_joule=c.output_tokens_per_s
+        / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
     )
-    frame = frame.with_columns(
+    frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
         usd_per_million_output_tokens=c.usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6,
-        usd_per_million_input_tokens=c.usd_per_hour / (c.requests_per_s_per_replica * c.input_tokens * 3600) * 1e6,
+        # the prompt share of the hour: each request's prefill holds the replica for prefill_s
+        usd_per_million_input_tokens=c.usd_per_hour
+        * pl.min_horizontal(c.requests_per_s_per_replica * c.prefill_s, 1.0)
+        / (c.requests_per_s_per_replica * c.input_tokens * 3600)
+        * 1e6,
     )
     if peak is None:
         nulls = {
             "replicas": pl.Int64,
             "gpus_needed": pl.Int64,
-            "servers_needed": pl.Int64,
             "utilization": pl.Float64,
-            "fleet_usd_per_month": pl.Float64,
-            "fleet_usd_per_million_output_tokens": pl.Float64,
-            "tco_3y_usd": pl.Float64,
             "gpus_needed_low": pl.Int64,
             "gpus_needed_high": pl.Int64,
         }
         frame = frame.with_columns(**band_columns())
-        return frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()]).drop("_power_utilization")
+        frame = frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()])
+        return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, None))
     avg = peak / w.peak_factor
 
     def replicas_at(per_replica: pl.Expr) -> pl.Expr:
@@ -250,29 +235,17 @@ def add_plan_columns(frame: pl.LazyFrame, plan: PlanInputs) -> pl.LazyFrame:
         # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
         return pl.when((per_replica > 0) & (count <= 1e12)).then(count).cast(pl.Int64)
 
-    frame = (
-        frame.with_columns(
-            **band_columns(),
-            replicas=replicas_at(c.requests_per_s_per_replica),
-            # more throughput (the band's high end) needs fewer GPUs: low GPUs from high throughput
-            gpus_needed_low=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_high")) * c.gpus,
-            gpus_needed_high=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_low")) * c.gpus,
-        )
-        .with_columns(
-            gpus_needed=c.replicas * c.gpus,
-            utilization=avg / (c.replicas * c.requests_per_s_per_replica),
-        )
-        .with_columns(
-            servers_needed=(c.gpus_needed / c.gpus_per_node).ceil().cast(pl.Int64),
-            fleet_usd_per_month=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_MONTH,
-            fleet_usd_per_million_output_tokens=c.gpus_needed
-            * c.usd_per_gpu_hour
-            / (avg * c.output_tokens * 3600)
-            * 1e6,
-            tco_3y_usd=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_YEAR * 3,
-        )
+    frame = frame.with_columns(
+        **band_columns(),
+        replicas=replicas_at(c.requests_per_s_per_replica),
+        # more throughput (the band's high end) needs fewer GPUs: low GPUs from high throughput
+        gpus_needed_low=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_high")) * c.gpus,
+        gpus_needed_high=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_low")) * c.gpus,
+    ).with_columns(
+        gpus_needed=c.replicas * c.gpus,
+        utilization=avg / (c.replicas * c.requests_per_s_per_replica),
     )
-    return frame.drop("_power_utilization")
+    return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg))
 
 
 # -- options at the largest batch that meets the targets ----------------------------------------------------------
@@ -309,6 +282,20 @@ def slo_batch(options: pl.DataFrame, slo: SloSpec | None, iterations: int = 40) 
     return lo.alias("slo_batch")
 
 
+def listed_batch(options: pl.DataFrame, slo: SloSpec | None, batches: Sequence[int]) -> pl.Series:
+    """Per option, the largest of the grid's `batches` that fits and meets every target (0 if none):
+    a grid without `max` is the user's constraint (batch: [1] is a single-user plan)."""
+    rows = options.with_row_index("_row")
+    trials = pl.concat(
+        [rows.with_columns(batch=pl.lit(b, dtype=pl.Int64), batch_is_max=pl.lit(False)) for b in batches]
+    )
+    ok = meets_slo(slo) & (pl.col("batch") <= pl.col("max_batch"))
+    est = add_batch_estimates(trials.lazy()).select("_row", "batch", ok.alias("_ok")).collect()
+    best = est.filter("_ok").group_by("_row").agg(pl.col("batch").max())
+    picked = rows.select("_row").join(best, on="_row", how="left", maintain_order="left")
+    return picked["batch"].fill_null(0).alias("slo_batch")
+
+
 def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     """Options sized for the workload (open loop, DESIGN.md §4): each replica's capacity is the largest
     Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
@@ -332,7 +319,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         _ok=c.fits & (c.capacity_requests_per_s > 0)
     )
     count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
-    frame = frame.with_columns(_replicas=pl.when("_ok").then(count).cast(pl.Int64))
+    frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= 1e12)).then(count).cast(pl.Int64))
     frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
     served = load.open_loop(frame.lazy(), pl.col("_rate").fill_null(0.0)).collect()
     point = [
@@ -362,7 +349,8 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     at_capacity = c.capacity_requests_per_s * c.output_tokens  # output tokens/s of a replica at capacity
 
     def replicas_at(rate: pl.Expr) -> pl.Expr:
-        return ((pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy).cast(pl.Int64)
+        count = (pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy
+        return pl.when(count <= 1e12).then(count).cast(pl.Int64)
 
     frame = frame.with_columns(
         output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
@@ -377,33 +365,38 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         usd_per_million_output_tokens=pl.when(ok)
         .then(c.usd_per_hour / (at_capacity * 3600) * 1e6)
         .otherwise(c.usd_per_million_output_tokens),
+        # the prompt share of the hour at capacity (already inside the output figure: never add the two)
         usd_per_million_input_tokens=pl.when(ok)
-        .then(c.usd_per_hour / (c.capacity_requests_per_s * c.input_tokens * 3600) * 1e6)
+        .then(
+            c.usd_per_hour
+            * pl.min_horizontal(c.capacity_requests_per_s * c.prefill_s, 1.0)
+            / (c.capacity_requests_per_s * c.input_tokens * 3600)
+            * 1e6
+        )
         .otherwise(c.usd_per_million_input_tokens),
     ).with_columns(
         gpus_needed=c.replicas * c.gpus,
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
     )
-    frame = frame.with_columns(
-        servers_needed=(c.gpus_needed / c.gpus_per_node).ceil().cast(pl.Int64),
-        fleet_usd_per_month=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_MONTH,
-        fleet_usd_per_million_output_tokens=c.gpus_needed * c.usd_per_gpu_hour / (avg * c.output_tokens * 3600) * 1e6,
-        tco_3y_usd=c.gpus_needed * c.usd_per_gpu_hour * HOURS_PER_YEAR * 3,
-    )
+    frame = fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect()
     return frame.with_columns(**band_columns()).drop("_peak", "_ok", "_replicas", "_rate")
 
 
 def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
-    """Each option at its slo_batch (or batch 1 when none meets the targets), with every estimate and
-    plan column, the cost components and the assumptions used (plan.csv's columns and more). With a
-    workload, the operating point is the one at the traffic the plan assigns each replica
-    (at_traffic); without one, it is the closed loop at slo_batch."""
+    """Each option at its slo_batch (or the smallest batch when none meets the targets), once per
+    offer of its GPU, with every estimate and plan column, the cost components and the assumptions
+    used (plan.csv's columns and more). A grid without `max` chooses among its own batches only."""
     base = lengths_frame.collect()
     if base.height == 0:
         return base
-    batch = slo_batch(base, plan.slo)
-    at = base.with_columns(slo_batch=batch, batch=pl.max_horizontal(batch, 1), batch_is_max=pl.lit(False))
-    out = add_plan_columns(add_batch_estimates(at.lazy()), plan).collect()
+    if plan.batches:
+        batch = listed_batch(base, plan.slo, plan.batches)
+        shown = pl.when(batch > 0).then(batch).otherwise(min(plan.batches))
+    else:
+        batch = slo_batch(base, plan.slo)
+        shown = pl.max_horizontal(batch, 1)
+    at = base.with_columns(slo_batch=batch).with_columns(batch=shown, batch_is_max=pl.lit(False))
+    out = add_plan_columns(add_batch_estimates(at.lazy()), plan, every_offer=True, keep_offer_parts=True).collect()
     if plan.workload is not None:
         out = at_traffic(out, plan)
     else:
@@ -412,18 +405,18 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
             offered_requests_per_s=c.requests_per_s_per_replica,
             capacity_requests_per_s=pl.when(c.meets_slo).then(c.requests_per_s_per_replica),
         )
-    out = out.with_columns(slo_miss=slo_miss(plan.slo))
-    parts = price_table(plan, components=True).select("gpu", *PRICE_COMPONENTS).collect()
+    out = _drop_private(out.lazy()).collect().with_columns(slo_miss=slo_miss(plan.slo))
     slo, w = plan.slo, plan.workload
     peak = peak_requests_per_s(w)
-    return out.join(parts, on="gpu", how="left", maintain_order="left").with_columns(
+    return out.with_columns(
         peak_requests_per_s=peak if peak is not None else pl.lit(None, dtype=pl.Float64),
         headroom=pl.lit(w.headroom if w else None, dtype=pl.Float64),
         redundancy=pl.lit(plan.redundancy if w else None, dtype=pl.Int64),
         ttft_target_s=pl.lit(slo.ttft_s if slo else None, dtype=pl.Float64),
-        ttft_percentile=pl.lit(slo.percentile if slo else None, dtype=pl.Categorical),
         tpot_target_s=pl.lit(slo.tpot_s if slo else None, dtype=pl.Float64),
         request_latency_target_s=pl.lit(slo.request_latency_s if slo else None, dtype=pl.Float64),
+        ttft_percentile=pl.lit(slo.percentile if slo else None, dtype=pl.Categorical),
+        horizon_years=pl.lit(plan.horizon_years, dtype=pl.Float64),
     )
 
 
@@ -439,14 +432,20 @@ def rank(frame: pl.DataFrame, column: str) -> pl.DataFrame:
 
 
 FALLBACK_RANK = "output_tokens_per_s_per_gpu"
+SINGLE_USER_RANK = "decode_tokens_per_s_per_seq"
 
 
-def rank_column(frame: pl.DataFrame, rank_by: str) -> tuple[str, str | None]:
-    """The column to rank by: `rank_by`, or output tokens/s per GPU when it has no values (no
-    prices, no workload) — and the note that says so."""
+def rank_column(frame: pl.DataFrame, rank_by: str, plan: PlanInputs | None = None) -> tuple[str, str | None]:
+    """The column to rank by: `rank_by`, or, when it has no values (no prices, no workload), tokens/s
+    per user for a single-user grid (batch: [1]) and output tokens/s per GPU otherwise, with the note
+    that says so (only when the sweep chose rank_by itself)."""
     if rank_by in frame.columns and frame[rank_by].is_not_null().any():
         return rank_by, None
-    return FALLBACK_RANK, f"{rank_by} has no values (it needs prices or a workload); ranked by {FALLBACK_RANK} instead"
+    single = plan is not None and plan.batches == (1,)
+    fallback = SINGLE_USER_RANK if single else FALLBACK_RANK
+    if plan is not None and not plan.rank_by_given:
+        return fallback, None
+    return fallback, f"{rank_by} has no values (it needs prices or a workload); ranked by {fallback} instead"
 
 
 # -- sensitivity: which assumption, moved by 20 %, changes the top recommendation? ---------------------------------
@@ -457,28 +456,40 @@ TRAFFIC_DEPENDENT = (
     "replicas",
     "gpus_needed",
     "servers_needed",
+    "racks_needed",
+    "fleet_kw",
     "utilization",
+    "capex_usd",
+    "opex_usd_per_year",
     "fleet_usd_per_month",
     "fleet_usd_per_million_output_tokens",
-    "tco_3y_usd",
+    "tco_usd",
 )
+TRAFFIC_SHOWN = ("gpus_needed", "fleet_usd_per_month")  # what traffic moves, shown when the ranking metric is per token
+WANT_OFFER = "_want_offer"  # a pair row's offer: the re-estimated metrics are read for that offer only
 
 
 def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[float | None]:
-    """`column` for every row of the stacked `frames` (layout x lengths rows) after re-estimating them
-    all at once."""
+    """`column` for every row of the stacked `frames` (layout x lengths rows, each with the offer it
+    is priced with in WANT_OFFER) after re-estimating them all at once."""
     from llmsweep.estimate import add_layout_estimates, add_length_estimates
 
     stacked = pl.concat(frames, how="vertical_relaxed")
     rows = add_length_estimates(add_layout_estimates(stacked.lazy()))
-    return options(rows, plan)[column].to_list()
+    out = options(rows, plan)
+    if WANT_OFFER in out.columns:
+        same = pl.col("offer").cast(pl.String) == pl.col(WANT_OFFER)
+        out = out.filter(same.fill_null(False) | (pl.col("offer").is_null() & pl.col(WANT_OFFER).is_null()))
+    return out[column].to_list()
 
 
 def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -> dict[str, list[dict]]:
     """Each value of `pairs` holds two options (the top one, then the runner-up) as layout x lengths
-    rows. For each assumption moved by -20 % and +20 %: the metric of both and whether their order
-    flips. Efficiencies are re-estimated (all pairs and cases in one frame); a price change scales the
-    cost of the top option's GPU exactly; traffic changes only fleet-sized metrics."""
+    rows with their offer (WANT_OFFER). For each assumption moved by -20 % and +20 %: the metric of
+    both and whether their order flips. Efficiencies are re-estimated (all pairs and cases in one
+    frame); a price change scales the cost of the top option's offer exactly; traffic moves the
+    fleet: a fleet-sized metric is re-planned, and for a per-token metric the rows show what traffic
+    does move (GPUs needed, fleet USD per month)."""
     from dataclasses import replace
 
     keys = list(pairs)
@@ -495,51 +506,106 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
         return values[2 * (block * n + i)], values[2 * (block * n + i) + 1]
 
     higher = higher_is_better(column)
-    cost = column.startswith(("usd", "fleet_usd", "tco"))
+    cost = column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
     out: dict[str, list[dict]] = {}
     for i, key in enumerate(keys):
         rows = []
-        top_gpu, runner_gpu = (str(g) for g in pairs[key]["gpu"])
+        pair = pairs[key]
+        wanted = pair[WANT_OFFER].to_list() if WANT_OFFER in pair.columns else [None, None]
+        top_gpu, runner_gpu = (str(g) for g in pair["gpu"])
+        top_offer = f"{top_gpu} {wanted[0]}" if wanted[0] else top_gpu
         block = 1
         for factor in factors:
-            cases = []
+            cases: list[tuple[str, str, tuple]] = []
             for param in params:
-                cases.append((param, pair_at(block, i)))
+                cases.append((param, column, pair_at(block, i)))
                 block += 1
             top, runner = pair_at(0, i)
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
-                scaled = (top * factor, runner * factor if runner_gpu == top_gpu else runner)
-                cases.append((f"price of {top_gpu}", scaled))
+                same = runner_gpu == top_gpu and wanted[1] == wanted[0]
+                cases.append((f"price of {top_offer}", column, (top * factor, runner * factor if same else runner)))
             if plan.workload is not None and plan.workload.requests_per_s is not None:
-                if column in TRAFFIC_DEPENDENT:
-                    load = plan.workload.model_copy(update={"requests_per_s": plan.workload.requests_per_s * factor})
-                    moved = _metrics([pairs[key]], replace(plan, workload=load), column)
-                    cases.append(("traffic", (moved[0], moved[1])))
-                else:
-                    cases.append(("traffic", (top, runner)))  # per-token metrics do not depend on traffic
-            for name, (t, r) in cases:
-                flips = None if t is None or r is None else (r > t if higher else r < t)
+                load = plan.workload.model_copy(update={"requests_per_s": plan.workload.requests_per_s * factor})
+                moved_plan = replace(plan, workload=load)
+                for shown in (column,) if column in TRAFFIC_DEPENDENT else TRAFFIC_SHOWN:
+                    moved = _metrics([pair], moved_plan, shown)
+                    name = "traffic" if shown == column else f"traffic: {BY_NAME[shown].label}"
+                    cases.append((name, shown, (moved[0], moved[1])))
+            for name, shown, (t, r) in cases:
+                t = None if t is None else float(t)
+                r = None if r is None else float(r)
+                flips = None if t is None or r is None or shown != column else (r > t if higher else r < t)
                 rows.append(
-                    {"assumption": name, "change": f"{factor - 1:+.0%}", "top": t, "runner_up": r, "flips": flips}
+                    {
+                        "assumption": name,
+                        "column": shown,
+                        "change": f"{factor - 1:+.0%}",
+                        "top": t,
+                        "runner_up": r,
+                        "flips": flips,
+                    }
                 )
         out[key] = rows
     return out
 
 
-def break_even(options_frame: pl.DataFrame, model: str, column: str = "usd_per_million_output_tokens") -> str | None:
-    """For a model whose best option is bought and whose best rented option costs more per token: the
-    average utilisation above which buying is cheaper. A bought GPU costs the same idle or busy, so its
-    cost per token at utilisation u is cost(full) / u; a rented one is assumed paid only while used."""
+def break_even(
+    options_frame: pl.DataFrame,
+    model: str,
+    column: str = "usd_per_million_output_tokens",
+    rent_paid: str = RENT_24_7,
+) -> str | None:
+    """Rent or buy, for a model whose best bought option (by `column`) competes with its best rented
+    one, under the run's one assumption on how rent is paid.
+
+    Rent paid 24/7: both fleets cost the same busy or idle, so utilisation does not decide; the
+    bought fleet's capex pays back after capex / (rent per month - bought opex per month) months.
+    Rent paid per hour used: a bought GPU's cost per token at average utilisation u is cost(full) / u,
+    a rented one's stays, so buying is cheaper above u = bought / rented."""
     rows = options_frame.filter((pl.col("model") == model) & pl.col("meets_slo") & pl.col(column).is_not_null())
-    bought = rows.filter(pl.col("price_source").cast(pl.String).str.starts_with("sweep: bought")).sort(column)
-    rented = rows.filter(~pl.col("price_source").cast(pl.String).str.starts_with("sweep: bought")).sort(column)
+    src = pl.col("price_source").cast(pl.String).str.starts_with("sweep: bought")
+    bought = rows.filter(src).sort(column)
+    rented = rows.filter(~src).sort(column)
     if bought.height == 0 or rented.height == 0:
         return None
     b, r = bought.row(0, named=True), rented.row(0, named=True)
-    u = b[column] / r[column]
-    if u >= 1:
+
+    def name(row: dict) -> str:
+        offer = f" {row['offer']}" if row.get("offer") else ""
+        return f"{row['gpu']}{offer} ({row['precision']}, tp{row['tp']})"
+
+    if rent_paid != RENT_24_7:
+        per_token = "usd_per_million_output_tokens"
+        if b.get(per_token) is None or r.get(per_token) is None:
+            return None
+        u = b[per_token] / r[per_token]
+        if u >= 1:
+            return None
+        return (
+            f"Buying {name(b)} is cheaper than renting {name(r)} above {u:.0%} average utilisation "
+            "(rented GPUs paid only for the hours used)."
+        )
+    if b.get("gpus_needed") is None or r.get("gpus_needed") is None:  # no workload: no fleets to compare
+        per_token = "usd_per_million_output_tokens"
+        if b.get(per_token) is None or r.get(per_token) is None or b[per_token] >= r[per_token]:
+            return None
+        return (
+            f"Both paid around the clock, buying {name(b)} costs less per token than renting {name(r)} "
+            "at any utilisation; give a workload to see when the purchase pays back."
+        )
+    capex, b_month = b.get("capex_usd"), b.get("opex_usd_per_year")
+    r_month = r.get("opex_usd_per_year")
+    if capex is None or b_month is None or r_month is None:
         return None
-    return (
-        f"Buying {b['gpu']} ({b['precision']}, tp{b['tp']}) is cheaper than renting {r['gpu']} "
-        f"({r['precision']}, tp{r['tp']}) above {u:.0%} average utilisation."
+    b_month, r_month = b_month / 12, r_month / 12
+    if r_month <= b_month:
+        return f"Renting {name(r)} 24/7 costs less each month than running {name(b)}: buying never pays back."
+    months = capex / (r_month - b_month)
+    text = (
+        f"Rented 24/7, {name(r)} costs ${r_month:,.0f} a month; buying {name(b)} costs ${capex:,.0f} up front "
+        f"and ${b_month:,.0f} a month to run, so it pays back after {months:,.1f} months"
     )
+    horizon = b.get("horizon_years")
+    if horizon and months > horizon * 12:
+        return text + f": longer than the {horizon:g}-year horizon, so renting costs less over it."
+    return text + "."

@@ -20,6 +20,7 @@ import polars as pl
 from llmsweep.charts import build_charts
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.errors import LlmsweepError
+from llmsweep.finance import RENT_24_7, option_rows
 from llmsweep.plan import FALLBACK_RANK, break_even
 
 TABLE_ROWS = 200  # configurations listed in the report's table (the CSV has them all)
@@ -54,7 +55,8 @@ def _missing(v) -> bool:
 
 
 def f_bytes(v) -> str:
-    return "–" if _missing(v) else f"{v / 1e9:,.1f} GB"
+    """Memory in GiB (2^30 bytes), as the charts show it: vendors' "80 GB" HBM is 80 GiB."""
+    return "–" if _missing(v) else f"{v / 2**30:,.1f} GiB"
 
 
 def f_gib(v) -> str:
@@ -75,6 +77,21 @@ def f_usd(v) -> str:
     return "–" if _missing(v) else f"${v:,.2f}" if v >= 1 else f"${v:,.4f}"
 
 
+def f_money(v) -> str:
+    """Whole dollars with thousands separators; millions as '$1.28 M'."""
+    if _missing(v):
+        return "–"
+    if v == 0:
+        return "$0"
+    if abs(v) >= 1e6:
+        return f"${v / 1e6:,.2f} M"
+    return f"${v:,.0f}" if abs(v) >= 100 else f_usd(v)
+
+
+def f_kw(v) -> str:
+    return "–" if _missing(v) else f"{v:,.1f}"
+
+
 def f_pct(v) -> str:
     return "–" if _missing(v) else f"{v:.0%}"
 
@@ -90,7 +107,16 @@ def f_value(v, column: str) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     unit = BY_NAME[column].unit if column in BY_NAME else ""
-    formatter = {"bytes": f_bytes, "s": f_seconds, "tokens/s": f_tps, "USD": f_usd, "fraction": f_pct}.get(unit)
+    formatter = {
+        "bytes": f_bytes,
+        "s": f_seconds,
+        "tokens/s": f_tps,
+        "USD": f_money,
+        "USD/M tokens": f_usd,
+        "USD/h": f_usd,
+        "kW": f_kw,
+        "fraction": f_pct,
+    }.get(unit)
     if formatter:
         return formatter(v)
     return str(v) if isinstance(v, str) else f_num(v)
@@ -130,6 +156,8 @@ FILTERS = {
     "seconds": f_seconds,
     "tps": f_tps,
     "usd": f_usd,
+    "money": f_money,
+    "kw": f_kw,
     "pct": f_pct,
     "num": f_num,
     "value": f_value,
@@ -139,7 +167,7 @@ FILTERS = {
 
 
 # -- context --------------------------------------------------------------------------------------------------
-def _why(r: dict) -> str:
+def _why(r: dict, batches: list[int] | None = None) -> str:
     """One plain sentence on what limits this option and what would change it."""
     bound = r["bound"]
     if bound == "memory":
@@ -149,7 +177,11 @@ def _why(r: dict) -> str:
             if r["bytes_per_weight"] >= 1.5:
                 text += "; an 8-bit or 4-bit weight format would cut that by half or more"
         else:
-            text = f"memory-bound: the KV cache is {1 - share:.0%} of each step's traffic; an fp8 KV cache halves it"
+            text = f"memory-bound: the KV cache is {1 - share:.0%} of each step's traffic"
+            if (r.get("kv_bytes_per_element") or 2) >= 1.5:
+                text += "; an fp8 KV cache halves it"
+            else:
+                text += f" (already {r['kv_precision']}); shorter contexts or more GPUs per replica cut it"
     elif bound == "compute":
         text = (
             f"compute-bound at batch {r['batch']}: the {r['compute_dtype']} matmuls set the pace; "
@@ -162,6 +194,13 @@ def _why(r: dict) -> str:
         text = "fixed per-step costs dominate (a small model): larger batches amortise them"
     if r["batch"] >= r["max_batch"]:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
+    elif batches and r["batch"] == max(batches):
+        text += f"; the sweep's batches stop at {r['batch']} (memory allows {r['max_batch']})"
+    elif batches and r.get("slo_batch"):
+        text += (
+            f"; the latency targets hold the batch at {r['slo_batch']} of the sweep's batches "
+            f"(memory allows {r['max_batch']})"
+        )
     elif r.get("slo_batch") and r["slo_batch"] < r["max_batch"]:
         text += f"; the latency targets hold the batch at {r['slo_batch']} (memory allows {r['max_batch']})"
     return text + "."
@@ -188,9 +227,13 @@ def workloads(pairs: list[tuple[int, int]], preferred: tuple[int | None, int | N
     return [chosen], note
 
 
-def _option(r: dict, column: str) -> dict:
+def _is_cost(column: str) -> bool:
+    return column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
+
+
+def _option(r: dict, column: str, batches: list[int] | None = None) -> dict:
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
-    return {**r, "score": r[column], "why": _why(r), "caveats": caveats}
+    return {**r, "score": r[column], "why": _why(r, batches), "caveats": caveats}
 
 
 def recommendations(
@@ -200,6 +243,8 @@ def recommendations(
     licenses: dict[str, str],
     pairs: list[tuple[int, int]],
     sensitivity: dict[str, list[dict]],
+    rent_paid: str = RENT_24_7,
+    batches: list[int] | None = None,
 ) -> list[dict]:
     """Per model and workload: the top_n options that meet the targets (ranked by `column`, the
     first is the recommendation and the second the runner-up), the best option that misses the
@@ -207,6 +252,7 @@ def recommendations(
     choice holds up when an assumption moves by 20 %."""
     higher = higher_is_better(column)
     opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    per_offer = option_rows(options, column, higher)
     groups = []
     for model, s_in, s_out in sorted(opts.select("model", "input_tokens", "output_tokens").unique().rows()):
         if (s_in, s_out) not in pairs:
@@ -219,16 +265,20 @@ def recommendations(
         missing = missing.with_row_index("_o").sort([column, "_o"], descending=[higher, False]).head(1)
         scores = ranked[column].to_list()
         ties = [i + 1 for i in range(1, len(scores)) if scores[i] == scores[i - 1]]
+        offers = per_offer.filter(
+            (pl.col("model") == model) & (pl.col("input_tokens") == s_in) & (pl.col("output_tokens") == s_out)
+        )
         groups.append(
             {
                 "model": model,
+                "offers": [_option(r, column, batches) for r in offers.iter_rows(named=True)],
                 "input_tokens": s_in,
                 "output_tokens": s_out,
                 "license": licenses.get(model, "unknown: check the model card"),
-                "options": [_option(r, column) for r in ranked.iter_rows(named=True)],
-                "miss": _option(missing.row(0, named=True), column) if missing.height else None,
+                "options": [_option(r, column, batches) for r in ranked.iter_rows(named=True)],
+                "miss": _option(missing.row(0, named=True), column, batches) if missing.height else None,
                 "ties": ties,
-                "break_even": break_even(rows, model) if column.startswith("usd") else None,
+                "break_even": break_even(rows, model, column, rent_paid) if _is_cost(column) else None,
                 "sensitivity": sensitivity.get(f"{model}|{s_in}|{s_out}", []),
             }
         )
@@ -249,11 +299,22 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     load = spec.get("workload") or {}
     pairs = sorted(options.select("input_tokens", "output_tokens").unique().rows()) if options.height else []
     pairs, workload_note = workloads(pairs, (load.get("input_tokens"), load.get("output_tokens")))
+    finance = manifest.get("finance") or {}
     recs = (
-        recommendations(options, column, top_n, licenses, pairs, manifest.get("sensitivity") or {})
+        recommendations(
+            options,
+            column,
+            top_n,
+            licenses,
+            pairs,
+            manifest.get("sensitivity") or {},
+            finance.get("rent_paid", "24/7"),
+            listed_batches(spec),
+        )
         if options.height
         else []
     )
+    priced = bool(manifest.get("prices"))
     counts = frame.select(pl.len().alias("rows"), pl.col("fits").sum().alias("fit")).collect().row(0, named=True)
     table = (
         frame.with_row_index("_order")
@@ -287,12 +348,24 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "slo_percentile": slo.get("percentile", "mean"),
         "workload": load,
         "prices": manifest.get("prices") or {},
+        "priced": priced,
+        "finance_statement": finance.get("statement") if priced else None,
+        "horizon_years": finance.get("horizon_years", 3),
         "recommendations": recs,
         "table": {"columns": table.columns, "rows": table.rows(), "shown": table.height, "total_fit": counts["fit"]},
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+def listed_batches(spec: dict) -> list[int] | None:
+    """The grid's batches when it has no `max` (the plan chooses among them), else None."""
+    batch = (spec.get("grid") or {}).get("batch", [1])
+    batch = batch if isinstance(batch, list) else [batch]
+    if any(str(b).strip().lower() == "max" for b in batch):
+        return None
+    return [int(b) for b in batch if isinstance(b, int) and not isinstance(b, bool)] or None
 
 
 def engines_sentence(engines: dict[str, list[str]]) -> str:
@@ -446,7 +519,7 @@ def write_reports(
 ) -> list[str]:
     """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
     context = build_context(frame, options, manifest)
-    charts = build_charts(frame)
+    charts = build_charts(frame, options)
     written = []
     if "html" in formats:
         (folder / "report.html").write_text(render_html(context, charts, template_dir_override), encoding="utf-8")

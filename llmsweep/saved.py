@@ -156,7 +156,8 @@ class _Sensitivity(_Model):
     change: StrictStr
     top: float | None
     runner_up: float | None
-    flips: StrictBool
+    flips: StrictBool | None = None
+    column: StrictStr | None = None
 
 
 class _Manifest(_Model):

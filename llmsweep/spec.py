@@ -136,23 +136,57 @@ class SloSpec(_Strict):
     )
 
 
-class CostSpec(_Strict):
-    """Prices for one GPU: rented (usd_per_gpu_hour) or bought (purchase_usd ...)."""
+OFFER_ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+EVERY_GPU = "*"  # `costs: example` is stored as {EVERY_GPU: [example offer]}
 
+
+class CostSpec(_Strict):
+    """One price offer for a GPU: rented (`rent`, USD per GPU-hour) or bought (`buy`, USD per GPU,
+    with the servers, network, power, hosting and racks that come with it). The older keys
+    (`usd_per_gpu_hour`, `usd_per_gpu_hour_reserved`, `purchase_usd`, `purchase_usd_per_server`,
+    `amortization_years`) still work. Ranges: llmsweep/limits.py."""
+
+    name: str | None = Field(
+        None, description="The offer's id in the plan (default: rent, rent-<term>, buy-<years>y, example)."
+    )
+    rent: typed("usd_per_gpu_hour") | None = lim("usd_per_gpu_hour", None, description="Rental price per GPU-hour.")
+    term: str | None = Field(None, description="Rental term, e.g. on-demand, 1y-reserved, spot (names the offer).")
+    buy: typed("purchase_usd") | None = lim("purchase_usd", None, description="Purchase price per GPU.")
+    years: typed("amortization_years") | None = lim(
+        "amortization_years", None, description="Years over which a purchase is written off (default 4)."
+    )
+    server_usd: typed("server_usd") = lim(
+        "server_usd", 0, description="Purchase price of one server without its GPUs (chassis, CPUs, memory, NICs)."
+    )
+    network_usd_per_server: typed("server_usd") = lim(
+        "server_usd", 0, description="Each server's share of switches, optics and cables."
+    )
+    host_kw: typed("host_kw") = lim(
+        "host_kw", 0, description="Power of one server beyond its GPUs' TDP (CPUs, fans, NICs), kW."
+    )
+    rack_kw: typed("rack_kw") | None = lim(
+        "rack_kw", None, description="Power limit of one rack, kW (servers per rack follow)."
+    )
+    servers_per_rack: typed("servers_per_rack") | None = lim(
+        "servers_per_rack", None, description="Servers one rack holds (space limit)."
+    )
+    rack_usd_per_month: typed("rack_usd_per_month") = lim(
+        "rack_usd_per_month", 0, description="Colocation price per rack per month."
+    )
     usd_per_gpu_hour: typed("usd_per_gpu_hour") | None = lim(
-        "usd_per_gpu_hour", None, description="Rental price per GPU-hour (on-demand)."
+        "usd_per_gpu_hour", None, description="Older form of `rent` (on-demand)."
     )
     usd_per_gpu_hour_reserved: typed("usd_per_gpu_hour") | None = lim(
-        "usd_per_gpu_hour",
-        None,
-        description="Reserved/committed price per GPU-hour; used instead of the on-demand one when given.",
+        "usd_per_gpu_hour", None, description="Older form: a reserved rate, listed as its own offer (rent-reserved)."
     )
-    purchase_usd: typed("purchase_usd") | None = lim("purchase_usd", None, description="Purchase price per GPU.")
+    purchase_usd: typed("purchase_usd") | None = lim("purchase_usd", None, description="Older form of `buy`.")
     purchase_usd_per_server: typed("purchase_usd_per_server") | None = lim(
-        "purchase_usd_per_server", None, description="Purchase price per server (all its GPUs)."
+        "purchase_usd_per_server",
+        None,
+        description="Older form: purchase price per server with all its GPUs (instead of `buy`).",
     )
-    amortization_years: typed("amortization_years") = lim(
-        "amortization_years", 4, description="Years over which a purchase is written off."
+    amortization_years: typed("amortization_years") | None = lim(
+        "amortization_years", None, description="Older form of `years`."
     )
     power_usd_per_kwh: typed("power_usd_per_kwh") = lim("power_usd_per_kwh", 0.12, description="Electricity price.")
     pue: typed("pue") = lim("pue", 1.3, description="Data-centre power usage effectiveness.")
@@ -160,15 +194,86 @@ class CostSpec(_Strict):
         "power_utilization", 0.7, description="Average share of TDP drawn."
     )
     hosting_usd_per_kw_month: typed("hosting_usd_per_kw_month") = lim(
-        "hosting_usd_per_kw_month", 0, description="Colocation price per kW per month."
+        "hosting_usd_per_kw_month", 0, description="Colocation price per kW (TDP x PUE) per month."
     )
+    example: bool = Field(False, description="Internal: the catalog's dated example price (`costs: example`).")
+
+    @field_validator("name", "term")
+    @classmethod
+    def _offer_id(cls, v: str | None) -> str | None:
+        if v is not None and not OFFER_ID.match(v):
+            raise ValueError(f"{v!r}: use lowercase letters, digits, '.', '_' or '-' (e.g. 1y-reserved)")
+        return v
 
     @model_validator(mode="after")
     def _rent_or_buy(self) -> CostSpec:
-        rent = self.usd_per_gpu_hour is not None or self.usd_per_gpu_hour_reserved is not None
-        if not rent and self.purchase_usd is None and self.purchase_usd_per_server is None:
-            raise ValueError("give usd_per_gpu_hour (rent) or purchase_usd / purchase_usd_per_server (buy)")
+        if self.example:
+            return self
+        rents = [k for k in ("rent", "usd_per_gpu_hour", "usd_per_gpu_hour_reserved") if getattr(self, k) is not None]
+        buys = [k for k in ("buy", "purchase_usd", "purchase_usd_per_server") if getattr(self, k) is not None]
+        if not rents and not buys:
+            raise ValueError("give rent (USD per GPU-hour) or buy (USD per GPU)")
+        if rents and buys:
+            raise ValueError(f"an offer either rents or buys: {rents[0]} and {buys[0]} are two offers (use a list)")
+        if "rent" in rents and len(rents) > 1:
+            raise ValueError(f"give rent or {rents[1]}, not both")
+        if len(buys) > 1:
+            raise ValueError(f"give one purchase price: {buys[0]} or {buys[1]}")
+        if self.years is not None and self.amortization_years is not None:
+            raise ValueError("give years or amortization_years, not both")
         return self
+
+    @property
+    def buys(self) -> bool:
+        return not self.example and (
+            self.buy is not None or self.purchase_usd is not None or self.purchase_usd_per_server is not None
+        )
+
+    @property
+    def amortization(self) -> float:
+        """Years a purchase is written off (years, amortization_years, else 4)."""
+        return self.years or self.amortization_years or 4.0
+
+    def rents(self) -> list[tuple[str, float, str]]:
+        """(offer id, USD per GPU-hour, term) for each rental rate this entry gives."""
+        out = []
+        if self.rent is not None:
+            term = self.term or "on-demand"
+            out.append((self.name or ("rent" if term == "on-demand" else f"rent-{term}"), self.rent, term))
+        if self.usd_per_gpu_hour is not None:
+            out.append((self.name or "rent", self.usd_per_gpu_hour, self.term or "on-demand"))
+        if self.usd_per_gpu_hour_reserved is not None:
+            name = f"{self.name}-reserved" if self.name and self.usd_per_gpu_hour is not None else self.name
+            out.append((name or "rent-reserved", self.usd_per_gpu_hour_reserved, "reserved"))
+        return out
+
+    def ids(self) -> list[str]:
+        """The offer ids this entry becomes in the plan."""
+        if self.example:
+            return [self.name or "example"]
+        if self.buys:
+            return [self.name or f"buy-{self.amortization:g}y"]
+        return [oid for oid, _, _ in self.rents()]
+
+
+def _offers(v: Any) -> Any:
+    """A GPU's prices: one offer (a mapping), a list of offers, or `example`."""
+    if isinstance(v, str) and v.strip().lower() == "example":
+        return [{"example": True}]
+    items = v if isinstance(v, list) else [v]
+    return [{"example": True} if isinstance(i, str) and i.strip().lower() == "example" else i for i in items]
+
+
+def _costs(v: Any) -> Any:
+    """`costs: example` prices every data-centre GPU of the grid from the catalog's dated examples."""
+    if isinstance(v, str) and v.strip().lower() == "example":
+        return {EVERY_GPU: [{"example": True}]}
+    if isinstance(v, str):
+        raise ValueError(f"give price offers per GPU, or `example` (got {v!r})")
+    return v
+
+
+Offers = Annotated[list[CostSpec], BeforeValidator(_offers), Field(min_length=1)]
 
 
 class ReportSpec(_Strict):
@@ -195,7 +300,20 @@ class SweepSpec(_Strict):
     )
     workload: WorkloadSpec | None = None
     slo: SloSpec | None = None
-    costs: dict[str, CostSpec] = Field(default={}, description="Prices per GPU (ids or names).")
+    costs: Annotated[dict[str, Offers], BeforeValidator(_costs)] = Field(
+        default={},
+        description="Price offers per GPU (ids or names): one offer or a list, each rented (rent: USD per "
+        "GPU-hour, term) or bought (buy: USD per GPU, years, servers, power, racks); `example` (for the whole "
+        "sweep or one GPU) = the catalog's dated example cloud price, data-centre GPUs only.",
+    )
+    horizon_years: typed("horizon_years") = lim(
+        "horizon_years", 3, description="Years the total cost of ownership (tco_usd) covers."
+    )
+    rent_paid: Literal["24/7", "per-hour-used"] = Field(
+        "24/7",
+        description="How rented GPUs are paid: reserved around the clock (24/7), or only for the GPU-hours "
+        "the traffic uses (per-hour-used). Fleet cost, TCO and the rent-or-buy break-even all use it.",
+    )
     rank_by: str = Field("usd_per_million_output_tokens", description="Numeric column that ranks the options.")
     profile: str = Field("default", description="Efficiency profile: ideal, default, or a profile file.")
     report: ReportSpec = ReportSpec()
@@ -243,7 +361,7 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
     by_loc: dict[KeyPath, list[str]] = {}
     got: dict[KeyPath, str] = {}
     for err in e.errors():
-        loc: KeyPath = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        loc: KeyPath = _written(doc.data, tuple(p for p in err["loc"] if not _is_union_tag(p)), prefix)
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             known = _fields_at(model, loc[:-1])
@@ -259,6 +377,26 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
         if msg not in by_loc[loc]:
             by_loc[loc].append(msg)
     return [doc.problem((*prefix, *loc), " or ".join(msgs) + got.get(loc, "")) for loc, msgs in by_loc.items()]
+
+
+def _written(data: Any, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
+    """`loc` as the file wrote it: a list index pydantic added to a single value that stands for a
+    list of one (a GPU's one price offer, an axis of one value) is dropped."""
+    node: Any = data
+    for part in prefix:
+        node = node.get(part) if isinstance(node, dict) else None
+    out: list = []
+    for part in loc:
+        if isinstance(part, int) and not isinstance(node, list):
+            continue
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
 
 
 _UNION_TAG = re.compile(r"^(int|str|float|bool|none|constrained-\w+|[a-z_-]+\[.*\])$")
@@ -523,17 +661,7 @@ def load(
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
     _check_exclusions_leave_rows(r, exclude, axes, contexts)
-    priced: dict[str, str] = {}
-    for gpu_name in spec.costs:
-        try:
-            gid = r.catalog.resolve_gpu(gpu_name).id
-        except LlmsweepError as e:
-            if gpu_name not in r.broken:
-                r.fail(("costs", gpu_name), str(e))
-            continue
-        if gid in priced:
-            r.fail(("costs", gpu_name), f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price per GPU")
-        priced.setdefault(gid, gpu_name)
+    _check_costs(r, spec)
     profile_name = profile or spec.profile
     prof = None
     try:  # a profile file named in the sweep is relative to the sweep; on the command line, to the cwd
@@ -636,6 +764,32 @@ def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], 
         ]
         if rule and all(covered):
             r.fail(("exclude", i), "the exclusion rules leave no configuration to estimate (this rule drops every one)")
+
+
+def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
+    """GPU names under costs resolve, and each GPU's offers have distinct ids."""
+    priced: dict[str, str] = {}
+    for gpu_name, offers in spec.costs.items():
+        if gpu_name == EVERY_GPU:
+            continue
+        try:
+            gid = r.catalog.resolve_gpu(gpu_name).id
+        except LlmsweepError as e:
+            if gpu_name not in r.broken:
+                r.fail(("costs", gpu_name), str(e))
+            continue
+        if gid in priced:
+            r.fail(("costs", gpu_name), f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price entry per GPU (a list holds several offers)")
+        priced.setdefault(gid, gpu_name)
+        seen: dict[str, int] = {}
+        for i, offer in enumerate(offers):
+            for oid in offer.ids():
+                if oid in seen:
+                    r.fail(
+                        ("costs", gpu_name, i),
+                        f"offer id {oid!r} repeats offer {seen[oid]}: give each offer its own `name:`",
+                    )
+                seen.setdefault(oid, i)
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:

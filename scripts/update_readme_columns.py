@@ -5,13 +5,19 @@ python scripts/update_readme_columns.py
 
 from pathlib import Path
 
-from llmsweep.columns import markdown_dictionary
+from llmsweep.columns import markdown_dictionary, options_dictionary
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- columns:start -->\n", "\n<!-- columns:end -->"
 
-text = README.read_text()
-head, rest = text.split(START)
-_, tail = rest.split(END)
-README.write_text(head + START + markdown_dictionary() + END + tail)
+
+def replace(text: str, start: str, end: str, block: str) -> str:
+    head, rest = text.split(start)
+    _, tail = rest.split(end)
+    return head + start + block + end + tail
+
+
+text = replace(README.read_text(), START, END, markdown_dictionary())
+text = replace(text, "<!-- options:start -->\n", "\n<!-- options:end -->", options_dictionary())
+README.write_text(text)
 print(f"updated {README}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from llmsweep.columns import COLUMNS, EXPORTED, c, markdown_dictionary
+from llmsweep.columns import COLUMNS, EXPORTED, c, markdown_dictionary, options_dictionary
 
 from .conftest import ROOT
 
@@ -16,6 +16,11 @@ def test_readme_column_dictionary_is_generated_from_columns_py():
     assert block == markdown_dictionary()
     for name in EXPORTED:
         assert f"| `{name}` |" in block
+
+
+def test_readme_options_columns_are_generated_from_columns_py():
+    block = README.split("<!-- options:start -->\n")[1].split("\n<!-- options:end -->")[0]
+    assert block == options_dictionary()
 
 
 def test_columns_declared_once_with_units_in_names():

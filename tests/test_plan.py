@@ -24,6 +24,7 @@ def frame(**over) -> pl.LazyFrame:
         "output_tokens": 250,
         "output_tokens_per_s": 1000.0,
         "ttft_s": 0.5,
+        "prefill_s": 0.05,
         "tpot_s": 0.04,
         "request_latency_s": 10.5,
         **over,
@@ -47,16 +48,22 @@ def test_rented_cost_per_million_tokens():
     assert row["usd_per_hour"] == 5.0
     assert row["usd_per_million_output_tokens"] == pytest.approx(5.0 / (1000 * 3600) * 1e6)
     assert row["usd_per_million_output_tokens"] == pytest.approx(1.388889, abs=1e-6)
-    # 1,000 / 250 = 4 requests/s x 1,000 prompt tokens = 4,000 input tokens/s -> $5 / 14.4 M = $0.3472 per M
+    # 1,000 / 250 = 4 requests/s x 1,000 prompt tokens = 4,000 input tokens/s; prompts hold the replica
+    # 4 x 0.05 s = 20 % of the time: $5 x 0.2 / 14.4 M = $0.0694 per M (a share of the all-in output figure)
     assert row["requests_per_s_per_replica"] == 4.0
-    assert row["usd_per_million_input_tokens"] == pytest.approx(5.0 / (4000 * 3600) * 1e6)
+    assert row["usd_per_million_input_tokens"] == pytest.approx(5.0 * 0.2 / (4000 * 3600) * 1e6)
     # energy: 1,000 tok/s / (2 x 700 W x 0.7 average draw) = 1.0204 tokens per joule
     assert row["tokens_per_joule"] == pytest.approx(1000 / (2 * 700 * 0.7))
 
 
-def test_reserved_price_wins_over_on_demand():
-    p = plan.price_from_costs("h100-sxm", CostSpec(usd_per_gpu_hour=2.9, usd_per_gpu_hour_reserved=2.1), 700.0, 8)
-    assert (p.usd_per_gpu_hour, p.source) == (2.1, "sweep: rented (reserved)")
+def test_on_demand_and_reserved_prices_are_two_offers():
+    from llmsweep.finance import offers_from_costs
+
+    offers = offers_from_costs("h100-sxm", CostSpec(usd_per_gpu_hour=2.9, usd_per_gpu_hour_reserved=2.1), 700.0, 8)
+    assert [(o.offer, o.usd_per_gpu_hour, o.source) for o in offers] == [
+        ("rent", 2.9, "sweep: rented (on-demand)"),
+        ("rent-reserved", 2.1, "sweep: rented (reserved)"),
+    ]
 
 
 def test_bought_gpu_hourly_cost():
@@ -88,7 +95,8 @@ def test_capacity():
     assert row["replicas"] == 17 and row["gpus_needed"] == 34 and row["servers_needed"] == 5
     assert row["utilization"] == pytest.approx(20 / (17 * 3))  # average load / fleet capacity
     assert row["fleet_usd_per_month"] == pytest.approx(34 * 2.5 * 730)
-    assert row["tco_3y_usd"] == pytest.approx(34 * 2.5 * 8760 * 3)
+    assert row["tco_usd"] == pytest.approx(34 * 2.5 * 8760 * 3)  # rented 24/7 for 3 years, no capex
+    assert row["capex_usd"] == 0 and row["opex_usd_per_year"] == pytest.approx(34 * 2.5 * 8760)
     # the fleet's cost over the tokens it serves: 34 x 2.5 / (20 x 250 x 3,600) x 1e6
     assert row["fleet_usd_per_million_output_tokens"] == pytest.approx(34 * 2.5 / (20 * 250 * 3600) * 1e6)
 
@@ -120,22 +128,23 @@ def test_example_prices_are_dated_and_labelled(catalog):
     assert plan.example_price(catalog, "gaudi3") is None
 
 
-def test_break_even():
+def test_break_even_when_rent_is_paid_per_hour_used():
     options = pl.DataFrame(
         {
             "model": ["m", "m"],
             "gpu": ["a", "b"],
+            "offer": ["buy-4y", "rent"],
             "precision": ["fp8", "fp8"],
             "tp": [1, 1],
             "meets_slo": [True, True],
-            "price_source": ["sweep: bought", "sweep: rented"],
+            "price_source": ["sweep: bought", "sweep: rented (on-demand)"],
             "usd_per_million_output_tokens": [0.05, 0.20],
         }
     )
-    # bought costs 0.05 at full load, 0.05 / u at utilisation u; rented 0.20: equal at u = 25 %
-    assert (
-        plan.break_even(options, "m")
-        == "Buying a (fp8, tp1) is cheaper than renting b (fp8, tp1) above 25% average utilisation."
+    # bought costs 0.05 at full load, 0.05 / u at utilisation u; rented 0.20 per hour used: equal at u = 25 %
+    assert plan.break_even(options, "m", rent_paid="per-hour-used") == (
+        "Buying a buy-4y (fp8, tp1) is cheaper than renting b rent (fp8, tp1) above 25% average utilisation "
+        "(rented GPUs paid only for the hours used)."
     )
 
 
@@ -217,10 +226,15 @@ def test_sensitivity_table(procurement):
 
     manifest = json.loads((result.folder / "manifest.json").read_text())
     rows = next(iter(manifest["sensitivity"].values()))
-    assert {r["assumption"] for r in rows} >= {"bandwidth_efficiency", "compute_efficiency", "traffic"}
+    assert {r["assumption"] for r in rows} >= {"bandwidth_efficiency", "compute_efficiency"}
     assert {r["change"] for r in rows} == {"-20%", "+20%"}
     for r in rows:
-        assert r["flips"] == (r["runner_up"] < r["top"])
+        if r["column"] == "usd_per_million_output_tokens":
+            assert r["flips"] == (r["runner_up"] < r["top"])
+    # traffic moves the fleet, not the cost per token: the rows show GPUs needed and USD per month, and move
+    traffic = {(r["column"], r["change"]): r["top"] for r in rows if r["assumption"].startswith("traffic")}
+    assert set(traffic) == {(c, ch) for c in ("gpus_needed", "fleet_usd_per_month") for ch in ("-20%", "+20%")}
+    assert traffic[("fleet_usd_per_month", "-20%")] < traffic[("fleet_usd_per_month", "+20%")]
 
 
 # -- capacity from the loaded figures at the traffic each replica gets (estimate/load.py, DESIGN.md §4) --

@@ -159,7 +159,15 @@ def test_outputs_are_complete_and_documented(tmp_path):
     folder = tmp_path / "example"
     assert r.stdout.splitlines() == [
         str(folder / f)
-        for f in ("estimates.csv", "plan.csv", "estimates.parquet", "estimates.xlsx", "plan.parquet", "manifest.json")
+        for f in (
+            "estimates.csv",
+            "plan.csv",
+            "options.csv",
+            "estimates.parquet",
+            "estimates.xlsx",
+            "plan.parquet",
+            "manifest.json",
+        )
     ]
     with open(folder / "estimates.csv", newline="") as f:
         rows = list(csv.reader(f))
@@ -183,7 +191,21 @@ def test_xlsx_for_finance(tmp_path):
     import openpyxl
 
     pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=["xlsx"])
-    ws = openpyxl.load_workbook(tmp_path / "example" / "estimates.xlsx").active
+    book = openpyxl.load_workbook(tmp_path / "example" / "estimates.xlsx")
+    assert book.sheetnames == ["options", "plan", "estimates"]  # the answer first
+    options = book["options"]
+    header = [c.value for c in options[1]]
+    units = dict(zip(header, [c.value for c in options[2]], strict=True))
+    assert (
+        units["Capex (USD)"] == "USD"
+        and units["TTFT (ms)"] == "ms"
+        and units["USD per M output tokens"] == "USD/M tokens"
+    )
+    fmt = {h: options.cell(row=3, column=j + 1).number_format for j, h in enumerate(header)}
+    # currency with cents, thousands separators, no scientific notation
+    assert fmt["Cost (USD per month)"] == "$#,##0.00" and fmt["USD per M output tokens"] == "$#,##0.0000"
+    assert fmt["TTFT (ms)"] == "#,##0" and fmt["GPUs"] == "#,##0" and not any("E+" in f for f in fmt.values())
+    ws = book["estimates"]
     assert ws.freeze_panes == "A3"
     header = [c.value for c in ws[1]]
     units = [c.value for c in ws[2]]

@@ -1,0 +1,346 @@
+"""Money: price offers per GPU, and what a fleet costs in cash (capex, opex) and amortised.
+
+A sweep's `costs` give each GPU one or more offers (rented per GPU-hour, or bought with servers,
+network, power, hosting and racks); `costs: example` (or no prices at all) uses the catalog's dated
+example cloud prices for data-centre GPUs. Each offer is its own option in the plan (`offer`).
+
+Two views, each labelled:
+- cash: `capex_usd` (GPUs + servers + network, paid up front) and `opex_usd_per_year` (power and
+  hosting for bought fleets, rent for rented ones); `tco_usd` = capex + horizon x opex.
+- amortised: `usd_per_gpu_hour` = rent, or purchase / (years x 8,760 h) + power + hosting, which
+  `usd_per_million_output_tokens` and `fleet_usd_per_month` use.
+
+Rented GPUs are paid either around the clock (`rent_paid: 24/7`, the default) or only for the
+GPU-hours the traffic uses (`per-hour-used`); the run states which, and fleet cost, TCO and the
+rent-or-buy break-even all use that one assumption.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import polars as pl
+
+from llmsweep.catalog import Catalog
+from llmsweep.catalog.engines import _LOCAL_FAMILIES
+from llmsweep.columns import c
+from llmsweep.spec import CostSpec
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12
+HOURS_PER_YEAR = 8760.0
+DEFAULT_POWER_UTILIZATION = 0.7  # share of TDP drawn on average, when no offer says otherwise
+RENT_24_7 = "24/7"
+PER_HOUR_USED = "per-hour-used"
+_DATED = re.compile(r"^\d{4}")
+
+
+# -- offers -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Offer:
+    """One way to pay for a GPU, with its amortised hourly cost and what a fleet of it needs."""
+
+    gpu: str
+    offer: str  # id in the plan: rent, rent-1y-reserved, buy-4y, example, or the sweep's `name`
+    usd_per_gpu_hour: float  # amortised: rent, or purchase / (years x 8,760 h) + power + hosting
+    source: str
+    kind: str = "rent"  # rent or buy
+    term: str = ""
+    rent: float = 0.0
+    amortized: float = 0.0
+    power: float = 0.0
+    hosting: float = 0.0
+    purchase_usd_per_gpu: float | None = None
+    server_usd: float = 0.0  # per server, without its GPUs
+    network_usd_per_server: float = 0.0
+    years: float | None = None
+    power_usd_per_kwh: float = 0.0
+    pue: float = 1.0
+    power_utilization: float = DEFAULT_POWER_UTILIZATION
+    hosting_usd_per_kw_month: float = 0.0
+    rack_usd_per_month: float = 0.0
+    host_kw: float = 0.0
+    rack_kw: float | None = None
+    servers_per_rack: int | None = None  # what one rack holds: min(space, floor(rack_kw / server kW))
+    citation: str = ""  # where an example price was read (kept in manifest.json)
+
+
+def is_data_centre(catalog: Catalog, gpu: str) -> bool:
+    """Data-centre GPUs are the ones rented by the hour; desktop, workstation and Apple GPUs are not
+    priced from cloud examples."""
+    g = catalog.gpu(gpu)
+    form = (g.form_factor or "").lower()
+    return g.family not in _LOCAL_FAMILIES and not any(w in form for w in ("consumer", "workstation", "desktop"))
+
+
+def servers_per_rack(cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> int | None:
+    """Servers one rack holds: the space limit, and the power limit floor(rack_kw / server kW), where a
+    server draws its GPUs' TDP + host_kw; at least 1. None when the offer gives neither."""
+    limits = []
+    if cost.servers_per_rack is not None:
+        limits.append(cost.servers_per_rack)
+    if cost.rack_kw is not None:
+        server_kw = gpus_per_node * (tdp_w or 0.0) / 1000 + cost.host_kw
+        limits.append(math.floor(cost.rack_kw / server_kw) if server_kw > 0 else cost.servers_per_rack or 10**6)
+    return max(1, min(limits)) if limits else None
+
+
+def offers_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> list[Offer]:
+    """The offers one `costs` entry makes.
+
+    Rented: the hourly price. Bought: amortised = (purchase per GPU + (server + network) per server /
+    GPUs per server) / (years x 8,760 h); power = (TDP + host_kw / GPUs per server) x utilisation x PUE x
+    USD/kWh; hosting = USD per kW-month x kW x PUE / 730 h + USD per rack-month / (GPUs per rack x 730 h)."""
+    if not cost.buys:
+        return [
+            Offer(gpu, oid, rate, f"sweep: rented ({term})", term=term, rent=rate) for oid, rate, term in cost.rents()
+        ]
+    per_gpu = cost.buy if cost.buy is not None else cost.purchase_usd
+    if per_gpu is None:  # older form: the whole server, GPUs included
+        per_gpu = (cost.purchase_usd_per_server or 0.0) / gpus_per_node
+    years = cost.amortization
+    kw = ((tdp_w or 0.0) / 1000 + cost.host_kw / gpus_per_node) * cost.pue
+    racks = servers_per_rack(cost, tdp_w, gpus_per_node)
+    amortized = (per_gpu + (cost.server_usd + cost.network_usd_per_server) / gpus_per_node) / (years * HOURS_PER_YEAR)
+    power = kw * cost.power_utilization * cost.power_usd_per_kwh
+    hosting = cost.hosting_usd_per_kw_month * kw / HOURS_PER_MONTH
+    if racks and cost.rack_usd_per_month:
+        hosting += cost.rack_usd_per_month / (racks * gpus_per_node * HOURS_PER_MONTH)
+    source = "sweep: bought" + ("" if tdp_w else " (no TDP in the catalog: power and hosting not counted)")
+    oid = cost.ids()[0]
+    return [
+        Offer(
+            gpu,
+            oid,
+            amortized + power + hosting,
+            source,
+            kind="buy",
+            term=f"{years:g} years",
+            amortized=amortized,
+            power=power,
+            hosting=hosting,
+            purchase_usd_per_gpu=per_gpu,
+            server_usd=cost.server_usd,
+            network_usd_per_server=cost.network_usd_per_server,
+            years=years,
+            power_usd_per_kwh=cost.power_usd_per_kwh,
+            pue=cost.pue,
+            power_utilization=cost.power_utilization,
+            hosting_usd_per_kw_month=cost.hosting_usd_per_kw_month,
+            rack_usd_per_month=cost.rack_usd_per_month,
+            host_kw=cost.host_kw,
+            rack_kw=cost.rack_kw,
+            servers_per_rack=racks,
+        )
+    ]
+
+
+def example_offer(catalog: Catalog, gpu: str, name: str = "example") -> Offer | None:
+    """The catalog's example cloud price: the latest dated on-demand listing (else the first on-demand
+    one), labelled with provider, date and source. An example, never the truth; data-centre GPUs only."""
+    if not is_data_centre(catalog, gpu):
+        return None
+    listings = [p for p in catalog.gpu(gpu).cloud_prices if "on-demand" in str(p.get("type", ""))]
+    if not listings:
+        return None
+    dated = [p for p in listings if _DATED.match(str(p.get("as_of", "")))]
+    best = max(dated, key=lambda p: str(p["as_of"])) if dated else listings[0]
+    source = f"example: {best['provider']}, {best.get('as_of', 'undated')}"
+    citation = f"{best.get('type')}; {best.get('source')}"
+    rate = float(best["usd_per_gpu_hour"])
+    return Offer(gpu, name, rate, source, term="on-demand", rent=rate, citation=citation)
+
+
+def price_offers(
+    catalog: Catalog, gpus: list[str] | tuple[str, ...], costs: dict[str, list[CostSpec]] | None, every: bool = False
+) -> tuple[dict[str, tuple[Offer, ...]], list[str]]:
+    """Offers per GPU and the notes that go with them. With no costs at all (or `every`, from
+    `costs: example`), data-centre GPUs get the catalog's dated example prices; consumer, workstation
+    and Apple GPUs are never priced from examples."""
+    costs = costs or {}
+    use_examples = every or not costs
+    offers: dict[str, tuple[Offer, ...]] = {}
+    notes: list[str] = []
+    for gid in gpus:
+        gpu = catalog.gpu(gid)
+        found: list[Offer] = []
+        for cost in costs.get(gid, []):
+            if cost.example:
+                ex = example_offer(catalog, gid, cost.name or "example")
+                if ex is None:
+                    why = "it is not a data-centre GPU" if not is_data_centre(catalog, gid) else "the catalog has none"
+                    notes.append(f"no example price for {gid} ({why}): give a price under costs")
+                else:
+                    found.append(ex)
+            else:
+                found.extend(offers_from_costs(gid, cost, gpu.tdp_w, gpu.gpus_per_node))
+        if gid not in costs and use_examples and is_data_centre(catalog, gid):
+            ex = example_offer(catalog, gid)
+            if ex is not None:
+                found.append(ex)
+        if found:
+            offers[gid] = tuple(found)
+        elif gid not in costs and is_data_centre(catalog, gid) and (use_examples or costs):
+            notes.append(f"no price for {gid}: give one under costs to see its cost columns")
+    examples = sorted(g for g, os in offers.items() if any(o.source.startswith("example") for o in os))
+    if examples:
+        notes.append(
+            f"example cloud prices (dated, from public listings) used for {', '.join(examples)}: "
+            "put your own quotes under a sweep's costs"
+        )
+    return offers, notes
+
+
+OFFER_COMPONENTS = {  # plan.csv column <- Offer field
+    "rent_usd_per_gpu_hour": "rent",
+    "amortized_usd_per_gpu_hour": "amortized",
+    "power_usd_per_gpu_hour": "power",
+    "hosting_usd_per_gpu_hour": "hosting",
+    "purchase_usd_per_gpu": "purchase_usd_per_gpu",
+}
+FLEET_FIELDS = {  # private columns the fleet arithmetic reads (dropped afterwards)
+    "_kind": "kind",
+    "_years": "years",
+    "_server_usd": "server_usd",
+    "_network_usd": "network_usd_per_server",
+    "_purchase": "purchase_usd_per_gpu",
+    "_kwh_usd": "power_usd_per_kwh",
+    "_pue": "pue",
+    "_power_utilization": "power_utilization",
+    "_kw_month_usd": "hosting_usd_per_kw_month",
+    "_rack_month_usd": "rack_usd_per_month",
+    "_host_kw": "host_kw",
+    "_servers_per_rack": "servers_per_rack",
+}
+
+
+def offer_table(offers: dict[str, tuple[Offer, ...]], every: bool = True, components: bool = False) -> pl.LazyFrame:
+    """One row per GPU x offer (or per GPU's first offer when not `every`): the amortised hourly price,
+    its source, the private fields the fleet arithmetic needs and (with `components`) its parts."""
+    fields = {"offer": "offer", "price_source": "source", "usd_per_gpu_hour": "usd_per_gpu_hour", **FLEET_FIELDS}
+    if components:
+        fields |= OFFER_COMPONENTS
+    rows = [
+        {"gpu": o.gpu, **{col: getattr(o, attr) for col, attr in fields.items()}}
+        for group in offers.values()
+        for o in (group if every else group[:1])
+    ]
+    text = {"gpu", "offer", "price_source", "_kind"}
+    schema = {col: pl.Categorical if col in text else pl.Float64 for col in ["gpu", *fields]}
+    schema["_servers_per_rack"] = pl.Int64
+    return pl.LazyFrame(rows, schema=schema)
+
+
+# -- a fleet's cost ----------------------------------------------------------------------------------------------
+def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg_requests_per_s) -> pl.LazyFrame:
+    """Servers, racks, kW, capex, opex, monthly cost and TCO of the fleet: `gpus_needed` GPUs, or one
+    replica (`gpus`) without a workload. Nothing for rows that cannot run."""
+    fleet = pl.coalesce(c.gpus_needed, c.gpus)
+    bought = pl.col("_kind") == "buy"
+    priced = c.usd_per_gpu_hour.is_not_null() & c.fits
+    # rented GPUs paid per hour used cost the GPU-hours the traffic uses: fleet x utilisation
+    paid_share = pl.lit(1.0) if rent_paid == RENT_24_7 else pl.coalesce(c.utilization, pl.lit(1.0))
+    frame = frame.with_columns(
+        servers_needed=pl.when(c.fits).then((fleet / c.gpus_per_node).ceil().cast(pl.Int64)),
+        fleet_kw=pl.when(c.fits).then(fleet * c.gpu_tdp_w / 1000),
+    ).with_columns(
+        fleet_kw=c.fleet_kw + pl.when(bought).then(c.servers_needed * pl.col("_host_kw")).otherwise(0.0),
+        racks_needed=pl.when(bought & c.fits)
+        .then((c.servers_needed / pl.col("_servers_per_rack")).ceil().cast(pl.Int64))
+        .cast(pl.Int64),
+    )
+    power = c.fleet_kw * pl.col("_pue") * pl.col("_power_utilization") * pl.col("_kwh_usd") * HOURS_PER_YEAR
+    hosting = (
+        pl.col("_kw_month_usd") * c.fleet_kw * pl.col("_pue")
+        + pl.col("_rack_month_usd") * pl.coalesce(c.racks_needed, pl.lit(0))
+    ) * 12
+    rent = fleet * c.usd_per_gpu_hour * HOURS_PER_YEAR * paid_share
+    frame = frame.with_columns(
+        capex_usd=pl.when(priced).then(
+            pl.when(bought)
+            .then(fleet * pl.col("_purchase") + c.servers_needed * (pl.col("_server_usd") + pl.col("_network_usd")))
+            .otherwise(0.0)
+        ),
+        opex_usd_per_year=pl.when(priced).then(
+            pl.when(bought).then(pl.coalesce(power, pl.lit(0.0)) + hosting).otherwise(rent)
+        ),
+    ).with_columns(
+        fleet_usd_per_month=(c.capex_usd / pl.coalesce(pl.col("_years"), pl.lit(1.0)) + c.opex_usd_per_year) / 12,
+        tco_usd=c.capex_usd + horizon_years * c.opex_usd_per_year,
+    )
+    served = avg_requests_per_s * c.output_tokens * HOURS_PER_MONTH * 3600 if avg_requests_per_s is not None else None
+    return frame.with_columns(
+        fleet_usd_per_million_output_tokens=c.fleet_usd_per_month / served * 1e6
+        if served is not None
+        else pl.lit(None, dtype=pl.Float64)
+    )
+
+
+def rent_statement(rent_paid: str, horizon_years: float) -> str:
+    """The one assumption on rent, said once in the manifest and the report."""
+    how = (
+        "Rented GPUs are paid around the clock (730 h a month), busy or idle"
+        if rent_paid == RENT_24_7
+        else "Rented GPUs are paid only for the GPU-hours the traffic uses (fleet x average utilisation)"
+    )
+    return (
+        f"{how} (rent_paid: {rent_paid}); fleet cost, TCO and the rent-or-buy break-even all assume it. "
+        f"TCO covers {horizon_years:g} years (horizon_years): capex + {horizon_years:g} x opex per year."
+    )
+
+
+# -- options.csv: one row per GPU x offer ------------------------------------------------------------------------
+OPTION_GROUP = ["model", "input_tokens", "output_tokens", "gpu", "offer"]
+
+
+def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
+    """Per model x lengths x GPU x offer, the best layout under the targets: the best-ranked one that
+    meets them, else the best by `column` that misses them (it says by how much). Sorted per model:
+    options that meet the targets by `column`, then the ones that miss. Plan columns, SI units."""
+    if plan_frame.height == 0:
+        return plan_frame
+    frame = plan_frame.filter(pl.col("fits")).with_row_index("_order")
+    frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    order = [pl.col("meets_slo").not_(), pl.col(column), pl.col("output_tokens_per_s_per_gpu"), pl.col("_order")]
+    best = (
+        frame.sort(order, descending=[False, higher, True, False], nulls_last=True)
+        .group_by(OPTION_GROUP, maintain_order=True)
+        .first()
+    )
+    best = best.with_columns(
+        fleet_gpus=pl.coalesce(pl.col("gpus_needed"), pl.col("gpus")),
+        meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
+    )
+    group = ["model", "input_tokens", "output_tokens"]
+    return best.sort(
+        [*group, pl.col("meets_slo").not_(), pl.col(column), pl.col("_order")],
+        descending=[False, False, False, False, higher, False],
+        nulls_last=True,
+    ).drop("_order")
+
+
+def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
+    """options.csv: `option_rows` in human units and headers (columns.OPTION_COLUMNS)."""
+    from llmsweep.columns import OPTION_COLUMNS
+
+    rows = option_rows(plan_frame, column, higher)
+    out = []
+    for col in OPTION_COLUMNS:
+        if col.source in rows.columns:
+            expr = pl.col(col.source)
+            if col.scale != 1.0:
+                expr = expr * col.scale
+        else:
+            expr = pl.lit(None, dtype=pl.Float64)
+        out.append(expr.alias(col.header))
+    frame = rows.select(out) if rows.height else pl.DataFrame({c.header: [] for c in OPTION_COLUMNS})
+    digits = {col.header: OPTION_DIGITS.get(col.unit) for col in OPTION_COLUMNS}
+    floats = [n for n, t in frame.schema.items() if t == pl.Float64]  # every number finite: no NaN or inf
+    return frame.with_columns(
+        pl.when(pl.col(n).is_finite()).then(pl.col(n).round(digits[n]) if digits[n] is not None else pl.col(n)).alias(n)
+        for n in floats
+    )
+
+
+OPTION_DIGITS = {"USD": 2, "USD/h": 4, "USD/M tokens": 6, "ms": 3, "kW": 3, "tokens/s": 3, "years": 2}

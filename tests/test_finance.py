@@ -1,0 +1,391 @@
+"""Offers, capex, opex, TCO, racks and rent-or-buy against arithmetic written out by hand."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmsweep import finance, plan
+from llmsweep.errors import SpecError
+from llmsweep.spec import CostSpec, WorkloadSpec, load
+
+from .conftest import ROOT
+from .test_plan import frame
+
+# A bought H200-like offer: 700 W GPUs, 8 per server.
+BUY = CostSpec(
+    buy=30_000,
+    years=4,
+    server_usd=40_000,
+    network_usd_per_server=10_000,
+    host_kw=2.4,
+    rack_kw=30,
+    servers_per_rack=4,
+    rack_usd_per_month=2_000,
+    power_usd_per_kwh=0.10,
+    pue=1.25,
+    power_utilization=0.8,
+)
+# 20 requests/s, peak x2, 20 % headroom, n+1; a replica (tp 2) serves 750 / 250 = 3 requests/s:
+# replicas = ceil(40 / 3 x 1.2) + 1 = 17, GPUs = 34 (see test_plan.test_capacity)
+LOAD = WorkloadSpec(requests_per_s=20, peak_factor=2, headroom=0.2, redundancy="n+1")
+
+
+def fleet_row(cost: CostSpec, horizon: float = 3, rent_paid: str = "24/7", workload=LOAD) -> dict:
+    offers = tuple(finance.offers_from_costs("h100-sxm", cost, 700.0, 8))
+    inputs = plan.PlanInputs(
+        {"h100-sxm": offers}, None, workload, "usd_per_million_output_tokens", (), horizon, rent_paid
+    )
+    return plan.add_plan_columns(frame(output_tokens_per_s=750.0), inputs).collect().row(0, named=True)
+
+
+def test_bought_offer_per_gpu_hour():
+    (o,) = finance.offers_from_costs("h200-sxm", BUY, 700.0, 8)
+    assert o.offer == "buy-4y" and o.kind == "buy"
+    # a server draws 8 x 0.7 + 2.4 = 8.0 kW: a 30 kW rack holds floor(30 / 8) = 3 (space allows 4)
+    assert o.servers_per_rack == 3
+    # amortised: (30,000 + (40,000 + 10,000) / 8) / (4 x 8,760 h) = 36,250 / 35,040 = $1.034532 per GPU-hour
+    assert o.amortized == pytest.approx(36_250 / 35_040)
+    # power: (0.7 + 2.4 / 8) kW x 1.25 PUE x 0.8 utilisation x $0.10 = $0.10 per GPU-hour
+    assert o.power == pytest.approx(0.10)
+    # hosting: $2,000 per rack-month / (3 servers x 8 GPUs x 730 h) = $0.114155 per GPU-hour
+    assert o.hosting == pytest.approx(2_000 / (3 * 8 * 730))
+    assert o.usd_per_gpu_hour == pytest.approx(36_250 / 35_040 + 0.10 + 2_000 / (3 * 8 * 730))
+
+
+def test_bought_fleet_capex_opex_tco_racks_and_kw():
+    row = fleet_row(BUY)
+    assert row["gpus_needed"] == 34 and row["offer"] == "buy-4y"
+    # servers ceil(34 / 8) = 5; racks ceil(5 / 3) = 2
+    assert row["servers_needed"] == 5 and row["racks_needed"] == 2
+    # IT power: 34 GPUs x 0.7 kW + 5 servers x 2.4 kW = 23.8 + 12 = 35.8 kW
+    assert row["fleet_kw"] == pytest.approx(35.8)
+    # capex: 34 x 30,000 + 5 x (40,000 + 10,000) = 1,020,000 + 250,000 = 1,270,000
+    assert row["capex_usd"] == pytest.approx(1_270_000)
+    # opex: power 35.8 kW x 1.25 x 0.8 x $0.10 x 8,760 h = 31,360.80; racks 2 x $2,000 x 12 = 48,000
+    assert row["opex_usd_per_year"] == pytest.approx(31_360.8 + 48_000)
+    # TCO over 3 years: 1,270,000 + 3 x 79,360.80 = 1,508,082.40
+    assert row["tco_usd"] == pytest.approx(1_508_082.4)
+    # amortised per month: (1,270,000 / 4 + 79,360.80) / 12 = 33,071.73
+    assert row["fleet_usd_per_month"] == pytest.approx((317_500 + 79_360.8) / 12)
+    # over 5 years: 1,270,000 + 5 x 79,360.80 = 1,666,804
+    assert fleet_row(BUY, horizon=5)["tco_usd"] == pytest.approx(1_666_804)
+
+
+def test_rented_fleet_under_each_assumption():
+    rent = CostSpec(rent=2.5, term="1y-reserved")
+    row = fleet_row(rent)
+    assert row["offer"] == "rent-1y-reserved" and row["capex_usd"] == 0 and row["racks_needed"] is None
+    # paid 24/7: 34 GPUs x $2.50 x 8,760 h = 744,600 a year; 3 years 2,233,800; 5 years 3,723,000
+    assert row["opex_usd_per_year"] == pytest.approx(744_600)
+    assert row["tco_usd"] == pytest.approx(2_233_800)
+    assert row["fleet_usd_per_month"] == pytest.approx(62_050)  # 34 x 2.5 x 730 h
+    assert fleet_row(rent, horizon=5)["tco_usd"] == pytest.approx(3_723_000)
+    # paid per hour used: the fleet runs at 20 / (17 x 3) = 39.2 % on average: 744,600 x 20 / 51 = 292,000
+    used = fleet_row(rent, rent_paid="per-hour-used")
+    assert used["opex_usd_per_year"] == pytest.approx(292_000)
+    assert used["tco_usd"] == pytest.approx(876_000)
+
+
+def test_without_a_workload_the_fleet_is_one_replica():
+    row = fleet_row(BUY, workload=None)
+    assert row["gpus_needed"] is None
+    # one replica of 2 GPUs: 1 server, 1 rack; capex 2 x 30,000 + 50,000 = 110,000
+    assert (row["servers_needed"], row["racks_needed"]) == (1, 1)
+    assert row["capex_usd"] == pytest.approx(110_000)
+
+
+def test_break_even_when_rent_is_paid_24_7():
+    import polars as pl
+
+    bought, rented = fleet_row(BUY), fleet_row(CostSpec(rent=2.5))
+    rows = pl.DataFrame([bought, rented]).with_columns(
+        model=pl.lit("m"), precision=pl.lit("fp8"), tp=pl.lit(2), meets_slo=pl.lit(True), horizon_years=pl.lit(3.0)
+    )
+    # rent 744,600 / 12 = 62,050 a month; the bought fleet runs for 79,360.80 / 12 = 6,613.40 a month:
+    # 1,270,000 / (62,050 - 6,613.40) = 22.9 months
+    assert plan.break_even(rows, "m") == (
+        "Rented 24/7, h100-sxm rent (fp8, tp2) costs $62,050 a month; buying h100-sxm buy-4y (fp8, tp2) costs "
+        "$1,270,000 up front and $6,613 a month to run, so it pays back after 22.9 months."
+    )
+    pricier = rows.with_columns(horizon_years=pl.lit(1.0))
+    assert plan.break_even(pricier, "m").endswith(
+        "22.9 months: longer than the 1-year horizon, so renting costs less over it."
+    )
+
+
+# -- the costs schema ------------------------------------------------------------------------------------------------
+def sweep_file(tmp_path, **extra) -> str:
+    data = {"name": "s", "grid": {"gpu": ["h200-sxm", "rtx-4090"], "model": ["llama-3.1-8b"]}, **extra}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_costs_forms_and_offer_ids(tmp_path, catalog):
+    costs = {
+        "h200-sxm": [
+            {"rent": 3.5},
+            {"rent": 2.6, "term": "1y-reserved"},
+            {"buy": 35_000, "years": 5},
+            {"rent": 3.0, "name": "neo-cloud"},
+            "example",
+        ],
+        "rtx-4090": {"usd_per_gpu_hour": 0.5, "usd_per_gpu_hour_reserved": 0.4},  # today's form
+    }
+    sweep = load(sweep_file(tmp_path, costs=costs))
+    inputs = plan.plan_inputs(sweep)
+    assert [o.offer for o in inputs.offers["h200-sxm"]] == [
+        "rent",
+        "rent-1y-reserved",
+        "buy-5y",
+        "neo-cloud",
+        "example",
+    ]
+    assert [o.offer for o in inputs.offers["rtx-4090"]] == ["rent", "rent-reserved"]
+
+
+def test_repeated_offer_ids_are_an_error(tmp_path):
+    with pytest.raises(SpecError, match="offer id 'rent' repeats offer 0: give each offer its own `name:`"):
+        load(sweep_file(tmp_path, costs={"h200-sxm": [{"rent": 3.5}, {"rent": 3.0}]}))
+    with pytest.raises(SpecError, match="an offer either rents or buys"):
+        load(sweep_file(tmp_path, costs={"h200-sxm": {"rent": 3.5, "buy": 30_000}}))
+
+
+def test_examples_only_for_data_centre_gpus(tmp_path):
+    # no prices at all: the data-centre GPU gets its dated example, the desktop one nothing and no note
+    inputs = plan.plan_inputs(load(sweep_file(tmp_path)))
+    assert list(inputs.offers) == ["h200-sxm"] and inputs.offers["h200-sxm"][0].offer == "example"
+    assert not any("rtx-4090" in n for n in inputs.notes)
+    # `costs: example` says so explicitly
+    assert list(plan.plan_inputs(load(sweep_file(tmp_path, costs="example"))).offers) == ["h200-sxm"]
+    # prices for some GPUs: the others stay unpriced (no examples mixed in)
+    inputs = plan.plan_inputs(load(sweep_file(tmp_path, costs={"rtx-4090": {"rent": 0.5}})))
+    assert list(inputs.offers) == ["rtx-4090"]
+    assert "no price for h200-sxm: give one under costs to see its cost columns" in inputs.notes
+    # asking for an example price of a desktop GPU says why there is none
+    inputs = plan.plan_inputs(load(sweep_file(tmp_path, costs={"rtx-4090": "example"})))
+    assert "no example price for rtx-4090 (it is not a data-centre GPU): give a price under costs" in inputs.notes
+
+
+# -- the grid is the user's constraint; desktop GPUs are not priced from examples -----------------------------------
+def run_sweep(tmp_path, data: dict, formats=("csv", "parquet", "md")):
+    from llmsweep import pipeline
+
+    path = tmp_path / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return pipeline.run(path, tmp_path / "out", formats=list(formats))
+
+
+def test_single_user_sweep_is_ranked_at_batch_one_by_per_user_speed(tmp_path):
+    import json
+
+    import polars as pl
+
+    grid = {"gpu": ["rtx-4090", "m2-ultra"], "model": ["llama-3.1-8b"], "precision": ["q4_k_m", "q8_0"], "batch": [1]}
+    result = run_sweep(tmp_path, {"name": "one-user", "grid": grid})
+    table = pl.read_csv(result.folder / "plan.csv")
+    assert (table["batch"] == 1).all() and table["rank"].is_not_null().all()
+    manifest = json.loads((result.folder / "manifest.json").read_text())
+    assert manifest["rank_by"] == "decode_tokens_per_s_per_seq"
+    assert table.sort("rank")["decode_tokens_per_s_per_seq"].is_sorted(descending=True)
+    md = (result.folder / "report.md").read_text()
+    assert "Ranked by **Tokens/s per user** (higher is better)" in md
+    assert "charts/cost.svg" not in md and "price" not in " ".join(result.notes) and "USD" not in md
+
+
+def test_listed_batches_are_the_only_choices(tmp_path):
+    import polars as pl
+
+    from llmsweep.pipeline import compute
+    from llmsweep.spec import load as load_spec
+
+    data = {
+        "name": "listed",
+        "grid": {
+            "gpu": ["h100-sxm", "l40s"],
+            "model": ["llama-3.1-8b"],
+            "precision": ["bf16", "fp8"],
+            "batch": [1, 8, 64],
+        },
+        "slo": {"tpot_s": 0.02},
+    }
+    result = run_sweep(tmp_path, data, formats=("csv",))
+    table = pl.read_csv(result.folder / "plan.csv")
+    assert set(table["batch"]) <= {1, 8, 64}
+    # each option runs at the largest listed batch that meets the targets (estimated row by row)
+    rows = compute(load_spec(result.folder.parent.parent / "listed.yaml")).collect()
+    best = rows.filter("meets_slo").group_by("gpu", "precision").agg(pl.col("batch").max().alias("best"))
+    joined = table.filter("meets_slo").join(
+        best.with_columns(pl.col(pl.Categorical).cast(pl.String)), on=["gpu", "precision"]
+    )
+    assert joined.height and (joined["batch"] == joined["best"]).all()
+
+
+def test_consumer_sweep_without_prices_has_no_cost_chart_or_price_notes(tmp_path):
+    sweep = yaml.safe_load((ROOT / "sweeps" / "consumer-gpus.yaml").read_text())
+    sweep["grid"]["model"] = sweep["grid"]["model"][:1]
+    result = run_sweep(tmp_path, sweep, formats=("parquet", "md"))
+    md = (result.folder / "report.md").read_text()
+    assert "charts/cost.svg" not in md and not (result.folder / "charts" / "cost.svg").exists()
+    assert not any("price" in n for n in result.notes) and "price" not in md.lower().split("## method")[0]
+
+
+# -- the procurement example: options.csv and the report's first table -------------------------------------------
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def procurement(tmp_path_factory):
+    from llmsweep import pipeline
+
+    out = tmp_path_factory.mktemp("out")
+    return pipeline.run(ROOT / "sweeps" / "procurement.yaml", out).folder
+
+
+def first_tables(md: str) -> str:
+    """The per-GPU x offer tables of report.md, with their model headings."""
+    parts = []
+    for section in md.split("\n### ")[1:]:
+        if "One row per GPU" not in section:
+            continue
+        heading = section.splitlines()[0]
+        table = section.split("One row per GPU")[1].split("\n\n")[1]
+        parts.append(f"### {heading}\n\n{table}\n")
+    return "\n".join(parts)
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; if on purpose, rerun with UPDATE_GOLDEN=1"
+
+
+def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
+    import polars as pl
+
+    table = pl.read_csv(procurement / "options.csv")
+    sweep = yaml.safe_load((ROOT / "sweeps" / "procurement.yaml").read_text())
+    offers = {(g, o) for g, os in sweep["costs"].items() for o in finance_ids(os)} | {("gaudi3", None)}
+    for _model, group in table.group_by("Model"):
+        assert sorted(zip(group["GPU"], group["Offer"], strict=True), key=str) == sorted(offers, key=str)
+    # no option that misses a target is recommended (ranked)
+    assert table.filter(pl.col("Meets targets") == "no")["Rank"].is_null().all()
+    assert table["Rank"].drop_nulls().min() == 1
+    check_golden("procurement-options.csv", (procurement / "options.csv").read_text())
+
+
+def finance_ids(entries) -> list[str]:
+    return [oid for e in (entries if isinstance(entries, list) else [entries]) for oid in CostSpec(**e).ids()]
+
+
+def test_procurement_report_first_table_lists_every_priced_option(procurement):
+    md = (procurement / "report.md").read_text()
+    tables = first_tables(md)
+    sweep = yaml.safe_load((ROOT / "sweeps" / "procurement.yaml").read_text())
+    for section in tables.split("### ")[1:]:
+        for gpu, entries in sweep["costs"].items():
+            for oid in finance_ids(entries):
+                assert f"| **{gpu}** · {oid} |" in section
+        recommended = [line for line in section.splitlines() if "**recommended**" in line]
+        assert len(recommended) == 1 and "| yes · **recommended** |" in recommended[0]
+    html = (procurement / "report.html").read_text()
+    assert html.index('class="options"') < html.index('class="recs"')  # the first table of each model
+    check_golden("procurement-first-table.md", tables)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
+    """Load the report at 1,280 px in headless Chromium; a script writes the widest first table's
+    scrollWidth into the title."""
+    probe = (
+        "<script>window.addEventListener('load', function () { var w = 0, room = 1e9;"
+        " document.querySelectorAll('table.options').forEach(function (t) {"
+        " w = Math.max(w, t.scrollWidth); room = Math.min(room, t.parentNode.clientWidth); });"
+        " document.title = 'options-width=' + w + ' room=' + room; });</script></body>"
+    )
+    page = tmp_path / "report.html"
+    page.write_text((procurement / "report.html").read_text().replace("</body>", probe))
+    cmd = [
+        shutil.which("chromium"),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'chrome'}",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--window-size=1280,900",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    width, room = map(int, re.search(r"<title>options-width=(\d+) room=(\d+)</title>", dom).groups())
+    assert 0 < width <= 1280 and width <= room  # no horizontal scrolling either
+
+
+# -- answers that read well -------------------------------------------------------------------------------------------
+def test_charts_choose_units_marks_and_formats():
+    import polars as pl
+
+    from llmsweep import charts
+
+    assert charts.time_unit(pl.Series([12.0, 9_999.0])) == (1.0, "ms")
+    assert charts.time_unit(pl.Series([12.0, 350_000.0])) == (1000.0, "s")  # never an axis to 350,000 ms
+    one_length = pl.DataFrame(
+        {"model": ["m", "m"], "option": ["a", "b"], "input_tokens": [2048, 2048], "ttft_ms": [120.0, 80.0]}
+    )
+    spec = charts.ttft_chart(one_length).to_dict()
+    assert spec["spec"]["mark"]["type"] == "bar"  # one prompt length: bars, not a column of dots
+    assert spec["spec"]["encoding"]["x"]["title"] == "time to first token (ms), 2,048-token prompt"
+    decode = pl.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "option": ["a"] * 4,
+            "batch": [1, 1, 8, 8],
+            "measure": ["aggregate", "per sequence"] * 2,
+            "tokens_per_s": [50.0, 50.0, 380.0, 47.5],
+        }
+    )
+    enc = charts.decode_chart(decode).to_dict()["spec"]["encoding"]
+    # the legend shows the measures as two shapes (circle, square), not two identical black dots
+    assert enc["shape"]["field"] == "measure" and enc["strokeDash"]["legend"] is None
+    assert enc["y"]["axis"]["format"] == "~s"  # log axis: 20, 200, 2k, not 1e+15 beside 200,000,000,000
+
+
+def test_why_does_not_suggest_an_fp8_kv_cache_twice():
+    from llmsweep.report import _why, f_bytes
+
+    row = {
+        "bound": "memory",
+        "decode_weight_fraction": 0.2,
+        "bytes_per_weight": 1.0,
+        "batch": 64,
+        "max_batch": 128,
+        "slo_batch": 64,
+        "kv_precision": "fp8",
+        "kv_bytes_per_element": 1.0,
+    }
+    assert "an fp8 KV cache halves it" not in _why(row)
+    assert "(already fp8)" in _why(row)
+    assert "an fp8 KV cache halves it" in _why({**row, "kv_precision": "auto", "kv_bytes_per_element": 2.0})
+    assert f_bytes(80 * 2**30) == "80.0 GiB"  # memory in GiB, in tables as in charts
+
+
+def test_cost_errors_name_the_offer_as_written(tmp_path):
+    with pytest.raises(SpecError) as e:
+        load(sweep_file(tmp_path, costs={"h200-sxm": [{"rent": float("nan")}, {"buy": 1e300}]}, horizon_years=0))
+    text = str(e.value)
+    assert "costs.h200-sxm[0].rent: Input should be a finite number (got nan)" in text
+    assert "costs.h200-sxm[1].buy: Input should be less than or equal to 100000000 (got 1e+300)" in text
+    assert "horizon_years: Input should be greater than or equal to 0.1 (got 0)" in text
+    with pytest.raises(SpecError, match=r"costs.h200-sxm: Input should be a valid dictionary or instance of CostSpec"):
+        load(sweep_file(tmp_path, costs={"h200-sxm": 5}))  # one offer, written without a list
+    with pytest.raises(SpecError, match=r"costs: give price offers per GPU, or `example` \(got 'exampel'\)"):
+        load(sweep_file(tmp_path, costs="exampel"))
