@@ -779,7 +779,11 @@ def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
                 r.fail(("costs", gpu_name), str(e))
             continue
         if gid in priced:
-            r.fail(("costs", gpu_name), f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price entry per GPU (a list holds several offers)")
+            r.fail(
+                ("costs", gpu_name),
+                f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price entry per GPU "
+                "(a list holds several offers)",
+            )
         priced.setdefault(gid, gpu_name)
         seen: dict[str, int] = {}
         for i, offer in enumerate(offers):
