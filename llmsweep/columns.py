@@ -753,6 +753,21 @@ def higher_is_better(name: str) -> bool:
 
 
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
+# One hardware option at one workload: the identity columns a plan row (and a measurement's
+# configuration, with its batch) is keyed by.
+OPTION_KEYS: tuple[str, ...] = (
+    "gpu",
+    "engine",
+    "model",
+    "precision",
+    "kv_precision",
+    "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "input_tokens",
+    "output_tokens",
+)
 # plan.csv: one row per option, every cost component and the assumptions used.
 PLAN_EXPORTED: tuple[str, ...] = (
     "rank",

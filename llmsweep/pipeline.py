@@ -15,7 +15,7 @@ import polars as pl
 
 from llmsweep import __version__, plan
 from llmsweep.catalog.engines import AUTO, default_engine
-from llmsweep.columns import PLAN_EXPORTED, SCHEMA, higher_is_better
+from llmsweep.columns import OPTION_KEYS, PLAN_EXPORTED, SCHEMA, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
@@ -59,7 +59,7 @@ def compute_plan(sweep: Sweep) -> Plan:
         return Plan(opts, sweep.spec.rank_by, (), {})
     column, note = plan.rank_column(opts, sweep.spec.rank_by, inputs)
     ranked = plan.rank(opts, column)
-    keys = plan.OPTION_KEYS
+    keys = list(OPTION_KEYS)
     # sensitivity for the workloads the reports recommend for (all pairs when there are few)
     pairs = sorted(ranked.select("input_tokens", "output_tokens").unique().rows())
     load = sweep.spec.workload

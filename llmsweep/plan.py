@@ -249,19 +249,6 @@ def add_plan_columns(
 
 
 # -- options at the largest batch that meets the targets ----------------------------------------------------------
-OPTION_KEYS = [
-    "gpu",
-    "engine",
-    "model",
-    "precision",
-    "kv_precision",
-    "tp",
-    "pp",
-    "ep",
-    "dp_attention",
-    "input_tokens",
-    "output_tokens",
-]
 WORKLOAD_KEYS = ["model", "input_tokens", "output_tokens"]
 
 

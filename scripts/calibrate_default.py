@@ -29,6 +29,7 @@ import yaml
 from llmsweep import __version__
 from llmsweep.calibrate import Measurement, calibrate, compare, cross_validate, read_file, source_key, summary
 from llmsweep.calibrate.comparison import Evaluator
+from llmsweep.calibrate.fitting import BOUNDS
 from llmsweep.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,14 +69,14 @@ def tables(frame: pl.DataFrame) -> str:
 
 
 def rounded_profile(doc: dict) -> dict:
-    """Fitted values to 4 significant figures (plain types, same order)."""
+    """Fitted values to 4 significant figures (plain types, same order); the others as they are."""
     out = yaml.safe_load(yaml.safe_dump(doc, sort_keys=False))
     parts = [out["defaults"], *out["families"].values()]
     for engine in out.get("engines", {}).values():
         parts += [engine["defaults"], *engine["families"].values()]
     for part in parts:
         for k, v in part.items():
-            if isinstance(v, float):
+            if k in BOUNDS:  # the fitted parameters
                 part[k] = float(f"{v:.4g}")
     return out
 

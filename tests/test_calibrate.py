@@ -123,7 +123,7 @@ def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog
 
 def test_shipped_default_is_the_fitted_profile_and_beats_ideal(catalog):
     default = catalog.profile("default")
-    assert "Fitted on measured-dev.csv" in default.description
+    assert "measured-dev.csv" in default.description and "measured-load-dev.csv" in default.description
     assert set(default.bands) == {"decode", "prefill", "throughput"}
     lo, hi = default.bands["decode"]
     assert lo < 1 < hi

@@ -10,27 +10,13 @@ import polars as pl
 from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, source_key
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
-from llmsweep.columns import SCHEMA
+from llmsweep.columns import OPTION_KEYS, SCHEMA
 from llmsweep.estimate import add_estimates
 from llmsweep.grid import MAX, gpu_table, link_table, model_table, precision_tables
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
-KEY = (
-    "gpu",
-    "engine",
-    "model",
-    "precision",
-    "kv_precision",
-    "tp",
-    "pp",
-    "ep",
-    "dp_attention",
-    "input_tokens",
-    "output_tokens",
-    "batch",
-    "batch_is_max",
-)
+KEY = (*OPTION_KEYS, "batch", "batch_is_max")
 _LEFT = {"how": "left", "maintain_order": "left"}
 # Compared quantities that are not frame columns.
 DERIVED = {DECODE_RATE: 1 / pl.col("tpot_s")}
