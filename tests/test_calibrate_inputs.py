@@ -101,7 +101,6 @@ ROW_CASES = [
     ("no-tokens", {"input_len": "0", "output_len": "0"}, "input_len and output_len are both 0"),
     ("model-empty", {"model": ""}, "model is empty"),
     ("rate-negative", {"request_rate": "-1"}, "request_rate '-1' must be a positive number of requests per second"),
-    ("rate-open-loop", {"request_rate": "2.5", "batch": ""}, "open-loop request rate: not estimated yet"),
     ("expert-parallel", {"ep": "4"}, "layout: moe_tp x ep must equal tp x dp_attention"),
     ("dp-attention-zero", {"dp_attention": "0"}, "dp_attention '0' must be between 1 and 65,536"),
     ("ep-text", {"ep": "four"}, "ep 'four' is not a number"),
@@ -210,6 +209,32 @@ def _vllm(tmp_path: Path, **changes) -> Path:
     return path
 
 
+def test_open_loop_rows_are_estimated_at_their_rate(tmp_path, catalog):
+    """A measurement at an offered request rate (no concurrency) is compared with the open-loop
+    operating point at that rate (estimate/load.py), not the closed loop: TTFT rises with the rate."""
+    from llmsweep.estimate import add_estimates, load
+    from llmsweep.grid import Axes, expand
+
+    open_loop = {"batch": "", "metric": "ttft_ms", "value": "100", "unit": "ms"}
+    rows = [{**GOOD, **open_loop, "id": f"r{rate}", "request_rate": str(rate)} for rate in (1, 8)]
+    measured = cal.read_file(write_csv(tmp_path / "m.csv", rows, [*FIELDS, "request_rate"]), catalog).measurements
+    assert [m.request_rate for m in measured] == [1.0, 8.0]
+    got = cal.compare(measured, "default", catalog)["estimated"].to_list()
+    # the same figures straight from the estimator: the configuration at its largest batch, then open loop
+    axes = Axes(
+        gpu=["h100-sxm"],
+        engine=["generic"],  # the file names no framework
+        model=["meta-llama/Llama-3.1-8B"],
+        precision=["bf16"],
+        input_tokens=[128],
+        output_tokens=[128],
+        batch=["max"],
+    )
+    base = add_estimates(expand(catalog, axes, catalog.profile("default")))
+    want = [load.open_loop(base, pl.lit(rate)).select("ttft_s").collect().item() for rate in (1.0, 8.0)]
+    assert got == pytest.approx(want) and want[0] < want[1]
+
+
 def test_vllm_reads_request_rate_and_max_concurrency(tmp_path):
     read = cal.read_file(_vllm(tmp_path, request_rate=4.0, max_concurrency=8), defaults={"gpu": "h100-sxm"})
     assert {(m.batch, m.request_rate) for m in read.measurements} == {(8, 4.0)}
@@ -218,7 +243,6 @@ def test_vllm_reads_request_rate_and_max_concurrency(tmp_path):
 
 
 VLLM_ROW_CASES = [
-    ("open-loop", {"request_rate": 4.0, "max_concurrency": ...}, "open-loop request rate: not estimated yet"),
     ("no-input-tokens", {"total_input_tokens": ...}, "total_input_tokens is empty"),
     ("text-output-tokens", {"total_output_tokens": "many"}, "total_output_tokens 'many' is not a number"),
     ("no-completed", {"completed": 0, "num_prompts": ...}, "completed is 0 or missing"),

@@ -11,12 +11,12 @@ from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, source_key
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
-from llmsweep.estimate import add_estimates
+from llmsweep.estimate import add_estimates, load
 from llmsweep.grid import MAX, gpu_table, link_table, model_table, precision_tables
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
-KEY = (*OPTION_KEYS, "batch", "batch_is_max")
+KEY = (*OPTION_KEYS, "batch", "batch_is_max", "request_rate")
 _LEFT = {"how": "left", "maintain_order": "left"}
 # Compared quantities that are not frame columns.
 DERIVED = {DECODE_RATE: 1 / pl.col("tpot_s")}
@@ -41,12 +41,15 @@ def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
             "output_tokens": [m.output_tokens for m in ms],
             "batch": [1 if m.batch == MAX else int(m.batch) for m in ms],
             "batch_is_max": [m.batch == MAX for m in ms],
+            # an open-loop measurement's offered rate (null: closed loop at `batch`)
+            "request_rate": [m.request_rate if m.open_loop else None for m in ms],
             "column": [m.column for m in ms],
             "measured": [m.measured for m in ms],
         },
         schema={
-            **{k: SCHEMA.get(k, pl.String) for k in KEY if k != "batch_is_max"},
+            **{k: SCHEMA.get(k, pl.String) for k in KEY if k not in ("batch_is_max", "request_rate")},
             "batch_is_max": pl.Boolean,
+            "request_rate": pl.Float64,
             "column": pl.String,
             "measured": pl.Float64,
         },
@@ -70,6 +73,20 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         .join(kv, on=["precision", "kv_precision"], **_LEFT)
         .join(link_table(catalog, gpus, tps, dps), on=["gpu", "tp", "dp_attention"], **_LEFT)
         .collect()
+    )
+
+
+def _at_rates(closed: pl.LazyFrame, columns: list[str]) -> pl.LazyFrame:
+    """Rows with a `request_rate` get the open-loop operating point at that rate (estimate/load.py)
+    in the compared columns (and tpot_s, which DERIVED reads); the others keep the closed loop."""
+    rate = pl.col("request_rate")
+    opened = load.open_loop(closed, rate.fill_null(0.0))
+    names = [n for n in dict.fromkeys([*columns, "tpot_s"]) if n in opened.collect_schema().names()]
+    both = closed.with_row_index("_r").join(
+        opened.select(pl.col(n).alias(f"_open_{n}") for n in names).with_row_index("_r"), on="_r"
+    )
+    return both.with_columns(
+        pl.when(rate.is_not_null()).then(pl.col(f"_open_{n}")).otherwise(pl.col(n)).alias(n) for n in names
     )
 
 
@@ -97,7 +114,7 @@ class Evaluator:
         configs = configuration_frame(rows, catalog, profile) if measurements else pl.DataFrame()
         if measurements:
             index = configs.select(KEY).with_row_index("config")
-            rows = rows.join(index, on=list(KEY), **_LEFT)
+            rows = rows.join(index, on=list(KEY), nulls_equal=True, **_LEFT)  # request_rate is null: closed loop
         return cls(list(measurements), configs, rows)
 
     @property
@@ -130,9 +147,10 @@ class Evaluator:
         ]
         columns = self.rows["column"].unique().sort().to_list()
         derived = {k: v for k, v in DERIVED.items() if k in columns}
-        estimates = (
-            add_estimates(self.configs.lazy().with_columns(swap)).with_columns(**derived).select(*columns, "fits")
-        )
+        estimates = add_estimates(self.configs.lazy().with_columns(swap))
+        if self.configs["request_rate"].is_not_null().any():  # open-loop rows: the point at their rate
+            estimates = _at_rates(estimates, columns)
+        estimates = estimates.with_columns(**derived).select(*columns, "fits")
         picked = pl.coalesce([pl.when(pl.col("column") == c).then(_finite(c)) for c in columns])
         return (
             self.rows.lazy()

@@ -95,7 +95,6 @@ class Measurement:
 LAYOUT_INCONSISTENT = (
     "layout: moe_tp x ep must equal tp x dp_attention (the experts of a stage span its tp x dp_attention GPUs)"
 )
-OPEN_LOOP_NOT_ESTIMATED = "open-loop request rate: not estimated yet"
 
 
 def not_estimable(m: Measurement) -> str | None:
@@ -104,8 +103,6 @@ def not_estimable(m: Measurement) -> str | None:
     are estimated and keep the estimator's reason.)"""
     if m.ep > 1 and m.moe_tp * m.ep != m.tp * m.dp_attention:
         return LAYOUT_INCONSISTENT
-    if m.open_loop:
-        return OPEN_LOOP_NOT_ESTIMATED
     return None
 
 
