@@ -22,23 +22,18 @@ _LEFT = {"how": "left", "maintain_order": "left"}
 DERIVED = {DECODE_RATE: 1 / pl.col("tpot_s")}
 
 
+def _layout(ms: Sequence[Measurement]) -> dict[str, list]:
+    """Each measurement's configuration, column by column (OPTION_KEYS are Measurement fields)."""
+    return {k: [getattr(m, k) for m in ms] for k in OPTION_KEYS}
+
+
 def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
     """One row per measurement: its configuration (the grid's identity columns, `max` as
     batch_is_max), the estimate column it is compared with and the measured value (SI)."""
     ms = list(measurements)
     return pl.DataFrame(
         {
-            "gpu": [m.gpu for m in ms],
-            "engine": [m.engine for m in ms],
-            "model": [m.model for m in ms],
-            "precision": [m.precision for m in ms],
-            "kv_precision": [m.kv_precision for m in ms],
-            "tp": [m.tp for m in ms],
-            "pp": [m.pp for m in ms],
-            "ep": [m.ep for m in ms],
-            "dp_attention": [m.dp_attention for m in ms],
-            "input_tokens": [m.input_tokens for m in ms],
-            "output_tokens": [m.output_tokens for m in ms],
+            **_layout(ms),
             "batch": [1 if m.batch == MAX else int(m.batch) for m in ms],
             "batch_is_max": [m.batch == MAX for m in ms],
             # an open-loop measurement's offered rate (null: closed loop at `batch`)
@@ -191,19 +186,9 @@ def comparison_frame(
             "metric": [m.metric for m in ms],
             "measured": [m.measured for m in ms],
             "estimated": est,
-            "gpu": [m.gpu for m in ms],
-            "model": [m.model for m in ms],
-            "precision": [m.precision for m in ms],
-            "kv_precision": [m.kv_precision for m in ms],
-            "tp": [m.tp for m in ms],
-            "pp": [m.pp for m in ms],
-            "ep": [m.ep for m in ms],
-            "dp_attention": [m.dp_attention for m in ms],
+            **_layout(ms),
             "batch": [str(m.batch) for m in ms],
-            "input_tokens": [m.input_tokens for m in ms],
-            "output_tokens": [m.output_tokens for m in ms],
             "fits": fits.cast(pl.Boolean),
-            "engine": [m.engine for m in ms],
             "source": [source_key(m.source) for m in ms],
             "assumptions": [m.assumptions for m in ms],
         },

@@ -388,6 +388,3 @@ def max_rate(
 def quantile_name(percentile: str) -> str:
     """The TTFT column for an SLO percentile: 'mean' -> ttft_s, 'p90' -> ttft_p90_s."""
     return "ttft_s" if percentile == "mean" else f"ttft_{percentile}_s"
-
-
-assert all(0 < q < 1 and math.isfinite(q) for q in PERCENTILES.values())
