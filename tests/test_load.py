@@ -175,6 +175,40 @@ def test_burst_share_adds_the_first_wave():
     assert burst["requests_per_s_per_replica"] * burst["request_latency_s"] == pytest.approx(8)
 
 
+def test_a_synchronised_wave_prefills_back_to_back_then_decodes_together():
+    # burst_share 1 (SGLang: waiting prefills run before the next decode batch), 8 clients, one
+    # prompt per chunk (K = S_in): prompt j gets its first token at j x 0.1 s, mean (8 + 1) / 2 x 0.1
+    # = 0.45 s; every request ends together after all 8 prefills (0.8 s) and 100 steps of
+    # t(8) = 10 ms + 8 x 0.5 ms = 14 ms (1.4 s): R = 2.2 s, TPOT = (2.2 - 0.45) / 100 = 17.5 ms.
+    r = closed(toy(batch=8, burst_share=1.0))
+    assert r["ttft_s"] == pytest.approx(0.45)
+    assert r["request_latency_s"] == pytest.approx(2.2)
+    assert r["tpot_s"] == pytest.approx(0.0175)
+    assert r["requests_per_s_per_replica"] == pytest.approx(8 / 2.2)
+    assert r["decode_batch"] == pytest.approx(8)
+    # the last prompt waits for all 8 prefills: p90 = p99 = 0.8 s
+    assert r["ttft_p90_s"] == pytest.approx(0.8) and r["ttft_p99_s"] == pytest.approx(0.8)
+    # four prompts per chunk (K = 4,000): they complete at 0.4 s and 0.8 s, mean 0.6 s; R is the same
+    # work, 2.2 s, so TPOT = (2.2 - 0.6) / 100 = 16 ms
+    chunked = closed(toy(batch=8, burst_share=1.0, prefill_chunk_tokens=4000))
+    assert chunked["ttft_s"] == pytest.approx(0.6)
+    assert chunked["request_latency_s"] == pytest.approx(2.2)
+    assert chunked["tpot_s"] == pytest.approx(0.016)
+    # a lone request is the single stream in either mode: TTFT = p, ITL = t(1) = 10.5 ms
+    alone = closed(toy(batch=1, burst_share=1.0))
+    assert alone["ttft_s"] == pytest.approx(0.1) and alone["tpot_s"] == pytest.approx(0.0105)
+
+
+def test_the_wave_share_mixes_both_modes_with_littles_law():
+    # half the requests in waves: TTFT, R and so TPOT are the means of the two modes
+    steady, wave = closed(toy(batch=8)), closed(toy(batch=8, burst_share=1.0))
+    half = closed(toy(batch=8, burst_share=0.5))
+    for key in ("ttft_s", "request_latency_s"):
+        assert half[key] == pytest.approx((steady[key] + wave[key]) / 2)
+    assert half["tpot_s"] == pytest.approx((half["request_latency_s"] - half["ttft_s"]) / 100)
+    assert half["requests_per_s_per_replica"] * half["request_latency_s"] == pytest.approx(8)
+
+
 def test_more_clients_than_slots_wait_for_one():
     # max_batch 4, 8 clients: 4 run (R_4), the others wait R_4 (8 / 4 - 1) = R_4 for a slot
     four = closed(toy(batch=4))

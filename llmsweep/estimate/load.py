@@ -18,7 +18,8 @@ Ingredients (per replica; the `compute` module gives them unloaded):
     K       prefill_chunk_tokens: prompt tokens one engine iteration takes (profile)
     n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
     o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
-    beta    burst_share: share of closed-loop requests arriving as one wave (profile, fitted)
+    beta    burst_share: share of closed-loop requests served in synchronised waves (profile: 1 for
+            SGLang, whose scheduler runs waiting prefills before decoding; 0.2 otherwise)
 
 docs/serving.md has the derivations in prose, the fitted values and the errors on measured data.
 
@@ -136,13 +137,24 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share"])
 
 
-def _burst_quantile(p: pl.Expr, m: pl.Expr, q: float) -> pl.Expr:
-    """A lower bound on the q-quantile of TTFT (less the fixed parts) in a closed loop whose share
-    burst_share of requests arrives as one wave of n = m + 1: in a wave the j-th prompt waits for j - 1
-    prefills, so its TTFT is uniform on [p, n p]; the mixture's tail above q lies in the wave when
-    burst_share > 1 - q, at the wave's quantile q' = 1 - (1 - q) / burst_share."""
-    inner = 1 - (1 - q) / c.burst_share
-    return pl.when(c.burst_share > 1 - q).then(p * (1 + inner * m)).otherwise(0.0)
+def _wave_prompts() -> pl.Expr:
+    """r: prompts one prefill chunk completes, K / S_in, at least 1 (a prompt longer than K takes
+    several chunks and completes alone)."""
+    return (c.prefill_chunk_tokens / pl.max_horizontal(c.input_tokens, 1)).clip(lower_bound=1.0)
+
+
+def _wave_quantile(p: pl.Expr, n: pl.Expr, q: pl.Expr) -> pl.Expr:
+    """The q-quantile of (TTFT less the fixed parts) in a synchronised wave of n prompts: prompts
+    complete at the end of their prefill chunk, r per chunk, so a prompt at position x (uniform on
+    (0, n]) gets its first token at r ceil(x / r) p, capped at n p."""
+    r = _wave_prompts()
+    return p * pl.min_horizontal(n, r * (q * n / r).ceil())
+
+
+def _tail_share(share: pl.Expr, q: float) -> pl.Expr:
+    """The quantile a mixture component with weight `share` must reach alone to carry the mixture's
+    tail above q: 1 - (1 - q) / share (null when the component is too small to reach it)."""
+    return pl.when(share > 1 - q).then(1 - (1 - q) / pl.max_horizontal(share, 1e-300))
 
 
 def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.LazyFrame:
@@ -177,8 +189,14 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        within 10 % wherever TTFT < 2 s (0.2 % at the C = 8 case of tests/test_load.py); deep in the
        prefill-bound regime (TTFT of tens of seconds) TTFT may be off by up to 80 %.
     6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
-       GPU), and a share burst_share of requests arrives as one wave of n (a benchmark's first
-       wave: they queue for prefill one behind another, (n + 1) / 2 x p on average).
+       GPU). A share beta = burst_share of requests is instead served in synchronised waves: the n
+       prompts arrive together, are prefilled back to back, r = max(1, K / S_in) per chunk, while
+       decoding waits, and then decode together at t(n) and end together (a benchmark's first wave;
+       and every wave of an engine that runs waiting prefills before decoding, as SGLang does by
+       default, since identical requests that start together stay in step). In a wave prompt j
+       completes with its chunk, so the mean TTFT is Q_w = p (n + min(r, n)) / 2, every request
+       takes R_w = n p + k t(n), and D_w = R_w - Q_w. TTFT and R are the beta-weighted means of the
+       two modes, and ITL = (R - TTFT) / k.
     7. More clients than slots (C > n): the n in service complete X = n / R_n per second, so by
        Little R = C / X and each request waits R - R_n for a slot before its prefill.
 
@@ -186,9 +204,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     tokens/s per user = S_out / R = output tokens/s / C: Little's law holds exactly. At C = 1:
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
-    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait), or, when the
-    burst share reaches the tail, the wave's own quantile (_burst_quantile), whichever is larger;
-    the slot wait, overhead and half iteration are added as constants.
+    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); in a wave,
+    r ceil(x / r) p for a uniform position x (_wave_quantile). Each mode is taken at the quantile it
+    must reach alone to carry the mixture's tail (_tail_share) and the larger is used, a lower bound
+    that is exact when one mode has all the weight; the slot wait and overhead are added as
+    constants.
     """
     conc = (c.batch if concurrency is None else concurrency).cast(pl.Float64)
     n = pl.min_horizontal(conc, pl.max_horizontal(c.max_batch, 1).cast(pl.Float64))
@@ -209,39 +229,49 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     s = pl.col("_share") * itl / 2
     lf = lf.with_columns(_s=s, _tq=pl.col("_R") - d - s)
     t_q, s = pl.col("_tq"), pl.col("_s")
-    burst = c.burst_share * pl.max_horizontal(p * (m + 2) / 2 - t_q - s, 0.0)
-    lf = lf.with_columns(_burst=burst, _o=c.request_overhead_s + s)
-    lf = lf.with_columns(_rn=pl.col("_o") + t_q + pl.col("_burst") + d)
+    # the synchronised-wave mode (step 6): all n prompts prefill back to back, then decode together
+    n, beta, r = m + 1, c.burst_share, _wave_prompts()
+    lf = lf.with_columns(_qw=p * (n + pl.min_horizontal(r, n)) / 2, _tn=step_s(n))
+    q_w = pl.col("_qw")
+    d_w = k * pl.col("_tn") + pl.when(k > 0).then(n * p - q_w).otherwise(0.0)
+    lf = lf.with_columns(
+        _ttftn=c.request_overhead_s + beta * q_w + (1 - beta) * (s + t_q),
+        _dn=beta * d_w + (1 - beta) * d,
+    )
+    lf = lf.with_columns(_rn=pl.col("_ttftn") + pl.col("_dn"))
     r_n = pl.col("_rn")
-    lf = lf.with_columns(_slot=r_n * (conc / (m + 1) - 1))
-    first = pl.col("_o") + pl.col("_slot")  # every request's fixed part of TTFT
+    itl = pl.when(k > 0).then(pl.col("_dn") / k).otherwise(pl.col("_itl"))
+    lf = lf.with_columns(_slot=r_n * (conc / n - 1))
+    slot = pl.col("_slot")
     busy = m * peff / pl.col("_R")
     lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / pl.max_horizontal(busy, 1e-300), _lnb=busy.log())
     wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
+
+    def quantile(q: float) -> pl.Expr:
+        """Each mode's quantile at the share of the tail it must carry alone; the larger is a lower
+        bound on the mixture's q-quantile (exact when one mode has all the weight)."""
+        q_s, q_wave = _tail_share(1 - beta, q), _tail_share(beta, q)
+        spread = s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0)
+        return c.request_overhead_s + slot + pl.max_horizontal(spread, _wave_quantile(p, n, q_wave))
+
     out = (
         lf.with_columns(
             decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
             + c.decode_comm_s
             + c.decode_overhead_s,
             tpot_s=itl,
-            decode_batch=1 + pl.col("_b2"),  # the decode batch the solution implies: 1 + (n - 1) D / R
-            ttft_s=first + t_q + pl.col("_burst"),
-            request_latency_s=r_n + pl.col("_slot"),
-            **{
-                f"ttft_{name}_s": first
-                + pl.max_horizontal(
-                    peff + wait * pl.max_horizontal(ln_busy - math.log(1 - q), 0.0),
-                    _burst_quantile(p, m, q),
-                )
-                for name, q in PERCENTILES.items()
-            },
-            load_note=pl.when(conc > m + 1).then(text(SLOT_WAIT)),
+            # the decode batch the solution implies: 1 + (n - 1) D / R spread, n in a wave
+            decode_batch=(1 - beta) * (1 + pl.col("_b2")) + beta * n,
+            ttft_s=pl.col("_ttftn") + slot,
+            request_latency_s=r_n + slot,
+            **{f"ttft_{name}_s": quantile(q) for name, q in PERCENTILES.items()},
+            load_note=pl.when(conc > n).then(text(SLOT_WAIT)),
         )
         .with_columns(
             ttft_wait_s=c.ttft_s - p,
             requests_per_s_per_replica=conc / c.request_latency_s,
             decode_tokens_per_s_per_seq=c.output_tokens / c.request_latency_s,
-            prefill_fraction=(m + 1) * p / c.request_latency_s,
+            prefill_fraction=n * p / c.request_latency_s,
         )
         .with_columns(output_tokens_per_s=c.decode_tokens_per_s_per_seq * conc)
     )
@@ -260,8 +290,10 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_itl",
         "_s",
         "_tq",
-        "_burst",
-        "_o",
+        "_qw",
+        "_tn",
+        "_ttftn",
+        "_dn",
         "_rn",
         "_slot",
         "_wait",
