@@ -105,8 +105,18 @@ def test_loaded_errors_with_the_shipped_default(loaded):
     def median_abs_error(metric):
         return frame.filter(pl.col("metric") == metric).select((pl.col("ratio") - 1).abs().median()).item()
 
-    assert median_abs_error("tpot_ms") <= 0.20
-    assert median_abs_error("ttft_ms") <= 0.35
+    assert median_abs_error("tpot_ms") <= 0.15
+    assert median_abs_error("ttft_ms") <= 0.30
+
+
+def test_sglang_serves_identical_requests_in_synchronised_waves(loaded):
+    """SGLang runs waiting prefills before the next decode batch, so its closed-loop TTFT is the
+    wave's prefill queue and its TPOT is close to the bare decode step (docs/serving.md, step 6).
+    The shipped default says so for SGLang only (burst_share 1): its rows' median errors stay
+    small, where the steady-state model alone was 68 % (TTFT) and 41 % (TPOT) off."""
+    frame = compare(loaded[0], "default").filter(pl.col("engine") == "sglang")
+    errors = frame.group_by("metric").agg((pl.col("ratio") - 1).abs().median().alias("e"))
+    assert dict(errors.iter_rows()) == {"tpot_ms": pytest.approx(0, abs=0.15), "ttft_ms": pytest.approx(0, abs=0.25)}
 
 
 def test_same_engine_decode_follows_bandwidth_across_vendors():
