@@ -35,7 +35,6 @@ disaggregation (each would enter as a change of p, t(b) or the queue below).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import polars as pl
