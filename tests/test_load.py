@@ -229,10 +229,15 @@ CASES = [
 ]
 
 
+# vLLM (steady-state mode with a 20 % wave share) and SGLang (every wave synchronised)
+ENGINES = ["vllm", "sglang"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("profile", ["default", "ideal"])
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['model'].split('/')[1]}-{c['input_tokens']}" for c in CASES])
-def test_concurrency_1_equals_single_stream(case, profile):
-    (r,) = estimate_rows(profile, batch=1, **case)
+def test_concurrency_1_equals_single_stream(case, profile, engine):
+    (r,) = estimate_rows(profile, batch=1, engine=engine, **case)
     # + the request overhead of the row's engine (the profile's; 0 in ideal)
     first = (r["prefill_s"] if case["input_tokens"] else r["decode_step_s"]) + r["request_overhead_s"]
     assert r["ttft_s"] == pytest.approx(first)
@@ -242,10 +247,11 @@ def test_concurrency_1_equals_single_stream(case, profile):
     assert r["request_latency_s"] == pytest.approx(r["ttft_s"] + (case["output_tokens"] - 1) * r["decode_step_s"])
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['model'].split('/')[1]}-{c['input_tokens']}" for c in CASES])
-def test_latencies_do_not_fall_as_concurrency_rises(case):
+def test_latencies_do_not_fall_as_concurrency_rises(case, engine):
     batches = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024]
-    rows = estimate_rows("default", batch=batches, **case)
+    rows = estimate_rows("default", batch=batches, engine=engine, **case)
     for key in ("ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "request_latency_s"):
         values = [r[key] for r in rows]
         assert all(b >= a * (1 - 1e-9) for a, b in zip(values, values[1:], strict=False)), key
