@@ -174,10 +174,13 @@ times ÷ factor):
   per-engine values capture the average difference; a new engine (leave one engine out above)
   gets the shared values and the largest errors. Calibrate on your own engine's results
   (`llmsweep calibrate FILE --fit`).
-- **Bandwidth efficiency at its bound.** For TensorRT-LLM and SGLang the fit reaches the upper
+- **Bandwidth efficiency at its bound.** For TensorRT-LLM the fit reaches the upper
   bound (0.95): the decode step is estimated slower than measured even at full bandwidth, which
   points at bytes the estimator counts and the engines do not read (the KV-cache precision of the
   loaded measurements is not stated and is taken as 16-bit; an fp8 cache halves it).
+- **Scheduling is an engine setting.** SGLang's closed-loop waves (`burst_share` 1 in the profile)
+  follow from its default scheduler; a server started with `--enable-mixed-chunk` mixes prompts
+  into decode batches as vLLM does and is better described with a smaller `burst_share`.
 - **Prefill on consumer GPUs.** llama.cpp computes prompt matmuls with FP16 accumulation on GeForce
   cards (twice the FP32-accumulate rate the catalog uses); its own compute efficiency absorbs it.
 - **Saturated serving depends on the engine's KV-cache capacity and scheduler.** Runs at "as many
