@@ -288,3 +288,17 @@ def test_littles_law_on_every_example_sweep(path):
         assert check[name].is_between(0.99, 1.01).all(), name
     numeric = rows.select(pl.selectors.float())
     assert not numeric.select(pl.any_horizontal(pl.all().is_nan() | pl.all().is_infinite()).any()).item()
+
+
+def test_percentiles_come_from_the_modes_that_carry_the_tail():
+    # no waves (burst_share 0): p90 is the steady-state queue's alone. From the C = 8 case above:
+    # busy share rho = 7 p_eff / R = 0.7924 / 2.1977 = 0.3606, mean wait E[W] = T_q - p_eff = 0.0638 s,
+    # p90 = s + p_eff + E[W] / rho x ln(rho / 0.1) = 0.01005 + 0.1132 + 0.1769 x 1.2826 = 0.3502 s
+    steady = closed(toy(batch=8))
+    assert steady["ttft_p90_s"] == pytest.approx(0.3502, rel=5e-3)
+    # a 20 % wave share carries the top 10 % at the wave's median (q' = 1 - 0.1 / 0.2 = 0.5): the
+    # 4th of 8 prompts, 0.4 s, unless the steady-state queue's own 87.5th percentile is larger
+    mixed = closed(toy(batch=8, burst_share=0.2))
+    assert mixed["ttft_p90_s"] >= 0.4
+    # only waves (burst_share 1): p90 is the wave's, the 8th prompt at 0.8 s
+    assert closed(toy(batch=8, burst_share=1.0))["ttft_p90_s"] == pytest.approx(0.8)

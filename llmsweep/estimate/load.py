@@ -250,8 +250,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         """Each mode's quantile at the share of the tail it must carry alone; the larger is a lower
         bound on the mixture's q-quantile (exact when one mode has all the weight)."""
         q_s, q_wave = _tail_share(1 - beta, q), _tail_share(beta, q)
-        spread = s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0)
-        return c.request_overhead_s + slot + pl.max_horizontal(spread, _wave_quantile(p, n, q_wave))
+        spread = pl.when(q_s.is_not_null()).then(
+            s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0)
+        )
+        wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(p, n, q_wave))
+        return c.request_overhead_s + slot + pl.max_horizontal(spread, wave)
 
     out = (
         lf.with_columns(
