@@ -239,8 +239,9 @@ COLUMNS: tuple[Column, ...] = tuple(
             "burst_share",
             F,
             "fraction",
-            "Burst share",
-            "Share of closed-loop requests arriving together with all the others (profile).",
+            "Share in synchronised waves",
+            "Share of closed-loop requests served in synchronised waves: prompts prefilled back to back, "
+            "then decoded together (profile: 1 for SGLang, whose scheduler keeps identical requests in step).",
             False,
         ),
         ("band_decode_low", F, "", "", "Profile uncertainty factor (decode, low): estimate x this.", False),
