@@ -50,7 +50,7 @@ of the bounds as literals (a test keeps them equal).
     servers_per_rack          1            10,000      servers
     rack_usd_per_month        0            1e7         USD
     horizon_years             0.1          100         years
-    share                     0            1           fraction    burst_share (closed-loop first wave)
+    share                     0            1           fraction    burst_share (closed-loop waves)
     config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
     config_count              1            65,536                  layers, heads, experts
     config_vocab              1            100,000,000 tokens      vocab_size

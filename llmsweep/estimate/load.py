@@ -18,8 +18,9 @@ Ingredients (per replica; the `compute` module gives them unloaded):
     K       prefill_chunk_tokens: prompt tokens one engine iteration takes (profile)
     n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
     o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
-    beta    burst_share: share of closed-loop requests served in synchronised waves (profile: 1 for
-            SGLang, whose scheduler runs waiting prefills before decoding; 0.2 otherwise)
+    beta    burst_share: share of closed-loop requests served in synchronised waves (profile; in
+            the shipped profiles 1 for SGLang, whose scheduler runs waiting prefills before
+            decoding, 0.2 for other engines, 0 in `ideal`)
 
 docs/serving.md has the derivations in prose, the fitted values and the errors on measured data.
 
@@ -142,18 +143,23 @@ def _wave_prompts() -> pl.Expr:
     return (c.prefill_chunk_tokens / pl.max_horizontal(c.input_tokens, 1)).clip(lower_bound=1.0)
 
 
-def _wave_quantile(p: pl.Expr, n: pl.Expr, q: pl.Expr) -> pl.Expr:
-    """The q-quantile of (TTFT less the fixed parts) in a synchronised wave of n prompts: prompts
-    complete at the end of their prefill chunk, r per chunk, so a prompt at position x (uniform on
-    (0, n]) gets its first token at r ceil(x / r) p, capped at n p."""
-    r = _wave_prompts()
-    return p * pl.min_horizontal(n, r * (q * n / r).ceil())
+# q n or j / r that is a whole number up to rounding (1 - 0.1 / 0.2 = 0.5000000000000001) must not
+# round up to the next prompt or chunk
+_EPS = 1e-9
+
+
+def _wave_quantile(unit: pl.Expr, n: pl.Expr, r: pl.Expr, q: pl.Expr) -> pl.Expr:
+    """The q-quantile of (TTFT less the fixed parts) in a synchronised wave of n prompts, r per
+    chunk, each chunk taking r x `unit`: the q-quantile prompt is j = ceil(q n), and it completes
+    with chunk ceil(j / r), at r ceil(j / r) x unit, the last (partial) chunk ending at n x unit."""
+    j = (q * n - _EPS).ceil().clip(lower_bound=1.0)
+    return unit * pl.min_horizontal(n, r * (j / r - _EPS).ceil())
 
 
 def _tail_share(share: pl.Expr, q: float) -> pl.Expr:
     """The quantile a mixture component with weight `share` must reach alone to carry the mixture's
     tail above q: 1 - (1 - q) / share (null when the component is too small to reach it)."""
-    return pl.when(share > 1 - q).then(1 - (1 - q) / pl.max_horizontal(share, 1e-300))
+    return pl.when(share > 1 - q).then(1 - (1 - q) / share)
 
 
 def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.LazyFrame:
@@ -193,9 +199,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        decoding waits, and then decode together at t(n) and end together (a benchmark's first wave;
        and every wave of an engine that runs waiting prefills before decoding, as SGLang does by
        default, since identical requests that start together stay in step). In a wave prompt j
-       completes with its chunk, so the mean TTFT is Q_w = p (n + min(r, n)) / 2, every request
-       takes R_w = n p + k t(n), and D_w = R_w - Q_w. TTFT and R are the beta-weighted means of the
-       two modes, and ITL = (R - TTFT) / k.
+       completes with its chunk, so the mean TTFT is Q_w = p (n + min(r, n)) / 2 (exact when r
+       divides n), every request takes R_w = n p + k t(n), and D_w = R_w - Q_w. TTFT and R are the
+       beta-weighted means of the two modes, and ITL = (R - TTFT) / k. An empty prompt's first
+       token is one batched step for the whole wave (n p becomes t(n)); with S_out = 1 there is no
+       decode phase to keep requests in step and the steady mode applies alone.
     7. More clients than slots (C > n): the n in service complete X = n / R_n per second, so by
        Little R = C / X and each request waits R - R_n for a slot before its prefill.
 
@@ -204,7 +212,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
     queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); in a wave,
-    r ceil(x / r) p for a uniform position x (_wave_quantile). Each mode is taken at the quantile it
+    prompt j = ceil(q n) completes with chunk ceil(j / r), at min(n, r ceil(j / r)) p
+    (_wave_quantile). Each mode is taken at the quantile it
     must reach alone to carry the mixture's tail (_tail_share) and the larger is used, a lower bound
     that is exact when one mode has all the weight; the slot wait and overhead are added as
     constants.
@@ -228,14 +237,18 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     s = pl.col("_share") * itl / 2
     lf = lf.with_columns(_s=s, _tq=pl.col("_R") - d - s)
     t_q, s = pl.col("_tq"), pl.col("_s")
-    # the synchronised-wave mode (step 6): all n prompts prefill back to back, then decode together
-    n, beta, r = m + 1, c.burst_share, _wave_prompts()
-    lf = lf.with_columns(_qw=p * (n + pl.min_horizontal(r, n)) / 2, _tn=step_s(n))
-    q_w = pl.col("_qw")
-    d_w = k * pl.col("_tn") + pl.when(k > 0).then(n * p - q_w).otherwise(0.0)
+    # the synchronised-wave mode (step 6): all n prompts prefill back to back, then decode together.
+    # Without a decode phase (S_out = 1) nothing keeps requests in step: the steady mode alone. An
+    # empty prompt's first token is one batched step for the whole wave: `unit` = t(n) / n.
+    beta = pl.when(k > 0).then(c.burst_share).otherwise(0.0)
+    lf = lf.with_columns(_r=pl.min_horizontal(_wave_prompts(), m + 1), _tn=step_s(m + 1))
+    n, r, t_n = m + 1, pl.col("_r"), pl.col("_tn")
+    lf = lf.with_columns(_unit=pl.when(c.input_tokens > 0).then(p).otherwise(t_n / n))
+    unit = pl.col("_unit")
+    q_w = unit * (n + r) / 2  # mean TTFT in a wave (exact when r divides n)
     lf = lf.with_columns(
         _ttftn=c.request_overhead_s + beta * q_w + (1 - beta) * (s + t_q),
-        _dn=beta * d_w + (1 - beta) * d,
+        _dn=beta * (k * t_n + n * unit - q_w) + (1 - beta) * d,
     )
     lf = lf.with_columns(_rn=pl.col("_ttftn") + pl.col("_dn"))
     r_n = pl.col("_rn")
@@ -250,10 +263,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         """Each mode's quantile at the share of the tail it must carry alone; the larger is a lower
         bound on the mixture's q-quantile (exact when one mode has all the weight)."""
         q_s, q_wave = _tail_share(1 - beta, q), _tail_share(beta, q)
-        spread = pl.when(q_s.is_not_null()).then(
-            s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0)
-        )
-        wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(p, n, q_wave))
+        spread = pl.when(q_s.is_not_null()).then(s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0))
+        wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(unit, n, r, q_wave))
         return c.request_overhead_s + slot + pl.max_horizontal(spread, wave)
 
     out = (
@@ -292,8 +303,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_itl",
         "_s",
         "_tq",
-        "_qw",
+        "_r",
         "_tn",
+        "_unit",
         "_ttftn",
         "_dn",
         "_rn",
