@@ -213,10 +213,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
     queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); in a wave,
     prompt j = ceil(q n) completes with chunk ceil(j / r), at min(n, r ceil(j / r)) p
-    (_wave_quantile). Each mode is taken at the quantile it
-    must reach alone to carry the mixture's tail (_tail_share) and the larger is used, a lower bound
-    that is exact when one mode has all the weight; the slot wait and overhead are added as
-    constants.
+    (_wave_quantile). Each mode is taken at the quantile it must reach alone to carry the mixture's
+    tail (_tail_share) and the larger is used, a lower bound that is exact when one mode has all the
+    weight; the slot wait and overhead are added as constants.
     """
     conc = (c.batch if concurrency is None else concurrency).cast(pl.Float64)
     n = pl.min_horizontal(conc, pl.max_horizontal(c.max_batch, 1).cast(pl.Float64))
