@@ -69,20 +69,23 @@ def _unreadable(path: Path, e: Exception) -> LlmsweepError:
     return LlmsweepError(f"{path}: not a readable Parquet file ({first}); {NOT_OURS}")
 
 
+def _os_error(path: Path, e: OSError, kind: str) -> LlmsweepError:
+    """A file a run wrote that cannot be opened: missing, a folder, or unreadable (`kind` names it)."""
+    if isinstance(e, FileNotFoundError):
+        return LlmsweepError(f"{path}: not found; `report` needs the estimates.parquet and manifest.json a run wrote")
+    if isinstance(e, IsADirectoryError):
+        return LlmsweepError(f"{path}: is a folder, not {kind} a run wrote")
+    return LlmsweepError(f"{path}: cannot read it: {e.strerror or e}")
+
+
 def read_frame(path: Path, columns: tuple[str, ...], required: tuple[str, ...]) -> pl.LazyFrame:
     """`path` (a Parquet file) as the declared `columns` in declared dtypes, NaN read as missing,
     lazily (a large run's estimates need not fit in memory)."""
     try:
         frame = pl.scan_parquet(path)
         schema = frame.collect_schema()
-    except FileNotFoundError:
-        raise LlmsweepError(
-            f"{path}: not found; `report` needs the estimates.parquet and manifest.json a run wrote"
-        ) from None
-    except IsADirectoryError:
-        raise LlmsweepError(f"{path}: is a folder, not a Parquet file a run wrote") from None
     except OSError as e:
-        raise LlmsweepError(f"{path}: cannot read it: {e.strerror or e}") from None
+        raise _os_error(path, e, "a Parquet file") from None
     except (pl.exceptions.PolarsError, ValueError) as e:
         raise _unreadable(path, e) from None
     problems = []
@@ -201,14 +204,8 @@ def read_manifest(path: Path) -> dict:
 
     try:
         data = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise LlmsweepError(
-            f"{path}: not found; `report` needs the estimates.parquet and manifest.json a run wrote"
-        ) from None
-    except IsADirectoryError:
-        raise LlmsweepError(f"{path}: is a folder, not the manifest.json a run wrote") from None
     except OSError as e:
-        raise LlmsweepError(f"{path}: cannot read it: {e.strerror or e}") from None
+        raise _os_error(path, e, "the manifest.json") from None
     except UnicodeDecodeError:
         raise LlmsweepError(f"{path}: not UTF-8 text; {NOT_OURS}") from None
     except json.JSONDecodeError as e:
