@@ -192,14 +192,10 @@ def comparison_frame(
             "source": [source_key(m.source) for m in ms],
             "assumptions": [m.assumptions for m in ms],
         },
+        # the layout's numbers in their frame dtypes; names stay text (a CSV for people)
         schema_overrides={
             "measured": pl.Float64,
-            "tp": pl.Int64,
-            "pp": pl.Int64,
-            "ep": pl.Int64,
-            "dp_attention": pl.Int64,
-            "input_tokens": pl.Int64,
-            "output_tokens": pl.Int64,
+            **{k: SCHEMA[k] for k in OPTION_KEYS if SCHEMA[k].is_integer()},
             "id": pl.String,
             "metric": pl.String,
         },
