@@ -113,6 +113,16 @@ def main() -> None:
 @click.option(
     "--pp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Pipeline-parallel GPUs."
 )
+@click.option(
+    "--ep", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Expert-parallel GPUs (MoE)."
+)
+@click.option(
+    "--dp-attention",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, MAX_PARALLEL),
+    help="Attention data-parallel groups of tp GPUs each (MoE); the replica has tp x pp x dp_attention GPUs.",
+)
 @click.option("--batch", default="1", show_default=True, type=BatchType(), help="Concurrent sequences, or max.")
 @click.option(
     "--input-tokens", default=1024, show_default=True, type=click.IntRange(0, MAX_TOKENS), help="Prompt length."
@@ -132,7 +142,7 @@ def main() -> None:
 )
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @_errors_to_exit
-def estimate(gpu, model, engine, precision, kv_precision, tp, pp, batch, input_tokens, output_tokens, profile, fmt):
+def estimate(fmt, **axes):
     """Estimate one configuration: memory, prefill/TTFT, decode speed, throughput, roofline.
 
     \b
@@ -140,24 +150,13 @@ def estimate(gpu, model, engine, precision, kv_precision, tp, pp, batch, input_t
       llmsweep estimate --gpu "H100 SXM" --model meta-llama/Llama-3.1-70B --tp 2
       llmsweep estimate --gpu rtx-4090 --model llama-3.1-8b --precision q4_k_m --batch max
       llmsweep estimate --gpu l40s --model ./my-model/config.json --format json
+      llmsweep estimate --gpu gb200 --model deepseek-r1 --precision fp8 --tp 4 --dp-attention 8 --ep 32 --batch 256
     """
     from llmsweep.single import estimate_one
 
-    if input_tokens + output_tokens == 0:
+    if axes["input_tokens"] + axes["output_tokens"] == 0:
         raise LlmsweepError("--input-tokens and --output-tokens are both 0; give at least one token")
-    result = estimate_one(
-        gpu=gpu,
-        model=model,
-        engine=engine,
-        precision=precision,
-        kv_precision=kv_precision,
-        tp=tp,
-        pp=pp,
-        batch=batch,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        profile=profile,
-    )
+    result = estimate_one(**axes)
     for n in result.notes:
         _note(n)
     if fmt == "json":

@@ -84,6 +84,10 @@ def gpu_table(
                 "gpu_memory_bytes": g.memory_bytes,
                 "memory_bandwidth_bytes_per_s": g.memory_bandwidth_gbps * 1e9,
                 "gpus_per_node": g.gpus_per_node,
+                "scale_up_domain_gpus": g.nvlink_group,
+                "scale_up_bandwidth_bytes_per_s": _bytes_per_s(g.scale_up_gbps_per_direction),
+                "pcie_bandwidth_bytes_per_s": _bytes_per_s(g.pcie_gbps_per_direction),
+                "scale_out_bandwidth_bytes_per_s": _bytes_per_s(g.scale_out_gbps_per_direction),
                 "gpu_tdp_w": g.tdp_w,
                 **eff.model_dump(),
                 **{
@@ -174,20 +178,8 @@ def precision_tables(
     return _frame(rates), _frame(kv)
 
 
-def link_table(catalog: Catalog, gpus: Sequence[str], tps: Sequence[int], dps: Sequence[int] = (1,)) -> pl.LazyFrame:
-    """The links a layout communicates over: tensor parallelism among tp GPUs, the experts'
-    all-to-all among tp x dp_attention GPUs."""
-    rows = [
-        {
-            "gpu": gid,
-            "tp": tp,
-            "dp_attention": dp,
-            "link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp),
-            "expert_link_bandwidth_bytes_per_s": catalog.gpu(gid).link_bytes_per_s(tp * dp),
-        }
-        for gid, tp, dp in product(dict.fromkeys(gpus), dict.fromkeys(tps), dict.fromkeys(dps))
-    ]
-    return _frame(rows)
+def _bytes_per_s(gbps: float | None) -> float | None:
+    return gbps * 1e9 if gbps else None
 
 
 def _axis(name: str, values: Sequence) -> pl.LazyFrame:
@@ -293,7 +285,6 @@ def grid_parts(
         .join(_axis("dp_attention", dict.fromkeys(axes.dp_attention)), **_CROSS)
         .join(rates, on=["gpu", "precision"], **left)
         .join(kv, on=["precision", "kv_precision"], **left)
-        .join(link_table(catalog, axes.gpu, axes.tp, axes.dp_attention), on=["gpu", "tp", "dp_attention"], **left)
     )
     lengths = _axis("input_tokens", dict.fromkeys(axes.input_tokens)).join(
         _axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS

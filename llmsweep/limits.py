@@ -33,7 +33,7 @@ of the bounds as literals (a test keeps them equal).
     memory_bandwidth_gbps     1            1,000,000   GB/s
     tflops                    0.001        1,000,000   TFLOP/s     per dtype, dense
     tdp_w                     1            100,000     W
-    link_gbps                 0.1          100,000     GB/s        NVLink / PCIe per direction
+    link_gbps                 0.1          100,000     GB/s        NVLink / PCIe / scale-out NIC per direction
     gpu_group                 1            100,000     GPUs        nvlink_group
     gpus_per_node             1            1,024       GPUs
     launch_year               1990         2100        year

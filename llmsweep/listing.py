@@ -26,6 +26,8 @@ def _gpu_rows(cat) -> list[dict]:
                 "fp4_tflops": r.fp4,
                 "tdp_w": g.tdp_w,
                 "link_gbps": g.scale_up_gbps_per_direction or g.pcie_gbps_per_direction,
+                "scale_up_domain_gpus": g.nvlink_group,
+                "scale_out_gbps": g.scale_out_gbps_per_direction,
                 "gpus_per_node": g.gpus_per_node,
                 "n_sources": len(g.sources),
             }

@@ -150,7 +150,37 @@ def f_json_script(value) -> str:
     return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+LINK_NAMES = {"scale-up": "NVLink / Infinity Fabric", "pcie": "PCIe", "scale-out": "the network"}
+
+
+def f_layout(o: dict) -> str:
+    """A replica's parallel layout in the engines' terms: tp8 pp2, tp1 dp-attn16 ep16."""
+    parts = [f"tp{o['tp']}"]
+    parts += [
+        f"{name}{o[key]}"
+        for key, name in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
+        if o.get(key, 1) > 1
+    ]
+    return " ".join(parts)
+
+
+def f_links(o: dict) -> str:
+    """How many servers a replica spans and which link each collective uses, when it is more than
+    NVLink inside one server ('' otherwise): '2 servers per replica; tp over NVLink / Infinity
+    Fabric, pp over the network'."""
+    used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "ep"), ("pp_link", "pp"))}
+    used = {name: kind for name, kind in used.items() if kind in LINK_NAMES}
+    servers = o.get("servers_per_replica") or 1
+    if servers <= 1 and all(kind == "scale-up" for kind in used.values()):
+        return ""
+    links = ", ".join(f"{name} over {LINK_NAMES[kind]}" for name, kind in used.items())
+    spans = f"{servers} servers per replica" if servers > 1 else ""
+    return "; ".join(p for p in (spans, links) if p)
+
+
 FILTERS = {
+    "layout": f_layout,
+    "links": f_links,
     "bytes": f_bytes,
     "gib": f_gib,
     "seconds": f_seconds,

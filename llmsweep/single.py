@@ -23,12 +23,21 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "kv_precision",
         "tp",
         "pp",
+        "ep",
+        "dp_attention",
         "batch",
         "input_tokens",
         "output_tokens",
         "compute_dtype",
         "params_total",
         "params_active",
+    ),
+    "Layout across GPUs": (
+        "gpus",
+        "servers_per_replica",
+        "tp_link",
+        "expert_link",
+        "pp_link",
     ),
     "Memory per GPU": (
         "weight_bytes",
@@ -124,6 +133,8 @@ def estimate_one(
     kv_precision: str = "auto",
     tp: int = 1,
     pp: int = 1,
+    ep: int = 1,
+    dp_attention: int = 1,
     batch: int | str = 1,
     input_tokens: int = 1024,
     output_tokens: int = 256,
@@ -148,6 +159,8 @@ def estimate_one(
         batch=[batch],
         tp=[tp],
         pp=[pp],
+        ep=[ep],
+        dp_attention=[dp_attention],
     )
     prices = make_plan_inputs(catalog, [g.id])
     frame = select_exported(add_plan_columns(add_estimates(expand(catalog, axes, prof)), prices)).collect()

@@ -470,11 +470,16 @@ class _Resolver:
         if not fields.get("scale_up_gbps_per_direction") and not fields.get("pcie_gbps_per_direction"):
             self.notes.append(
                 f"{where}: no interconnect bandwidth (scale_up_gbps_per_direction or pcie_gbps_per_direction): "
-                "every row with tp > 1 or ep > 1 on it cannot run"
+                "every row with tp > 1 or ep > 1 inside a server on it cannot run"
             )
         if "gpus_per_node" not in fields:
             self.notes.append(
-                f"{where}: gpus_per_node not given: 8 per server assumed (it caps tp x pp x dp_attention)"
+                f"{where}: gpus_per_node not given: 8 per server assumed (a larger replica spans servers)"
+            )
+        if not fields.get("scale_out_gbps_per_direction"):
+            self.notes.append(
+                f"{where}: no scale_out_gbps_per_direction (network bandwidth per GPU between servers): "
+                "layouts across servers cannot be costed"
             )
 
     def _path(self, text: str) -> Path:

@@ -5,9 +5,9 @@
 The reference files (shared/reference/*.yaml) hold datasheet and config.json facts, each with
 its sources. This script copies those facts into llmsweep's catalog schema, under stable ids and
 with aliases, and keeps every source with its entry. The few facts that are not in the reference
-(GPUs per server, NVLink group sizes, the older models people still benchmark, licenses) are
-written below with their own source or labelled as an assumption. Nothing is silently derived:
-every correction or derivation is listed in the entry's `derived` field.
+(GPUs per server, NVLink group sizes, most scale-out NIC bandwidths, the older models people still
+benchmark, licenses) are written below with their own source or labelled as an assumption. Nothing
+is silently derived: every correction or derivation is listed in the entry's `derived` field.
 
 `tests/test_catalog.py` re-runs this script and checks the committed files are its output.
 """
@@ -30,8 +30,10 @@ CATALOG = ROOT / "llmsweep" / "catalog"
 
 # reference id -> (llmsweep id, aliases, family, gpus_per_node, nvlink_group)
 # gpus_per_node: GPUs in one typical server (HGX/OAM baseboards hold 8; an assumption for
-# PCIe cards; 1 for desktops and Apple). nvlink_group: GPUs joined by the fast link (8 on
-# HGX/OAM, 72 in a GB200 NVL72 rack, 2 for bridged PCIe pairs, 1 where there is none).
+# PCIe cards; 1 for desktops and Apple). nvlink_group: the scale-up domain, GPUs joined by the
+# fast link (8 on HGX/OAM baseboards, Gaudi's on-chip RoCE mesh included; 72 in a GB200/GB300
+# NVL72 rack; 2 for bridged PCIe pairs; 1 where there is none: the build writes 1 whenever the
+# entry has no scale-up bandwidth).
 GPU_IDS: dict[str, tuple[str, list[str], str, int, int]] = {
     "a100-sxm4-40gb": ("a100-40gb-sxm", ["A100 40GB", "A100 SXM4 40GB", "A100-SXM4-40GB"], "ampere", 8, 8),
     "a100-sxm4-80gb": (
@@ -185,8 +187,73 @@ GPU_AMBIGUOUS = {
 
 GPUS_PER_NODE_SOURCE = (
     "llmsweep assumption: 8 GPUs per HGX/OAM/PCIe server, 4 per GB200 compute tray (72 per NVLink "
-    "domain), 4 per workstation, 1 for Apple SoCs; override per GPU in a sweep"
+    "domain), 4 per workstation, 1 for Apple SoCs; scale-out (NIC) bandwidth per GPU, where the "
+    "reference states none, from the platform's reference design named beside the field; override "
+    "per GPU in a sweep"
 )
+
+# Scale-out (NIC) bandwidth per GPU, GB/s per direction (Gb/s / 8): what a layout that spans
+# servers communicates over. Where the reference states the GPU's networking, the value is read
+# from it: (value, words its `networking` text must contain, how the value follows from them); a
+# changed reference fails the build instead of drifting.
+SCALE_OUT_FROM_REFERENCE: dict[str, tuple[float, str, str]] = {
+    "b300": (100.0, "100 GB/s per GPU per direction", "aiconfigurator's figure; = 800 Gb/s ConnectX-8 / 8"),
+    "gb300": (100.0, "100 GB/s per GPU per direction", "aiconfigurator's figure; = 800 Gb/s ConnectX-8 / 8"),
+    "dgx-spark": (
+        25.0,
+        "ConnectX-7 200 Gb/s",
+        "one 200 Gb/s port / 8: two units cluster over one QSFP cable, so the two ports are not added",
+    ),
+}
+# Where the reference states no NIC: a stated llmsweep assumption, the platform's reference design.
+# Absent = unknown (None: layouts across servers cannot be costed): PCIe cards, whose servers carry
+# anything from one shared 25 Gb/s port to a 400 Gb/s NIC per card, and desktop, workstation and
+# Apple parts (single-server parts).
+NIC_400G = "one 400 Gb/s NIC per GPU"
+SCALE_OUT_ASSUMED: dict[str, tuple[float, str]] = {
+    **dict.fromkeys(
+        ("a100-40gb-sxm", "a100-80gb-sxm"),
+        (25.0, "one 200 Gb/s NIC per GPU (DGX A100 reference design: 8x ConnectX-6 200 Gb/s HDR, one per GPU)"),
+    ),
+    **dict.fromkeys(
+        ("v100-32gb-sxm", "v100-16gb-sxm"),
+        (
+            6.25,
+            "one 100 Gb/s NIC per two GPUs (DGX-1 with V100: 4x 100 Gb/s EDR InfiniBand for 8 GPUs; "
+            "DGX-2: 8 for 16); not the A100-era 200 Gb/s per GPU, which no V100 reference design had",
+        ),
+    ),
+    "h100-sxm": (50.0, f"{NIC_400G} (DGX/HGX H100 reference design: 8x ConnectX-7 400 Gb/s)"),
+    "h200-sxm": (50.0, f"{NIC_400G} (DGX/HGX H200 reference design: 8x ConnectX-7 400 Gb/s)"),
+    "h20": (50.0, f"{NIC_400G} (the HGX H100 reference design, 8x ConnectX-7 400 Gb/s, assumed for HGX H20)"),
+    "b200": (50.0, f"{NIC_400G} (DGX/HGX B200 reference design: 8x ConnectX-7 400 Gb/s)"),
+    "gb200": (
+        50.0,
+        f"{NIC_400G} (GB200 NVL72 compute tray: one ConnectX-7 400 Gb/s per GPU); not aiconfigurator's "
+        "100 GB/s 'InfiniBand CX8' (gpus-2026.yaml meta cross-check of gb200): ConnectX-8 is the GB300 tray's NIC",
+    ),
+    "mi250x": (
+        25.0,
+        "one 200 Gb/s NIC per GPU (HPE Cray EX235a, the Frontier node: 4x Slingshot 200 Gb/s for 4 MI250X)",
+    ),
+    **dict.fromkeys(
+        ("mi300x", "mi325x", "mi350x", "mi355x"),
+        (50.0, f"{NIC_400G} (AMD Instinct MI300X / MI325X / MI355X platforms: 8x 400 Gb/s NICs for 8 GPUs)"),
+    ),
+    "gaudi2": (
+        37.5,
+        "3 of the 24 on-chip 100 GbE RoCE ports = 300 Gb/s (Intel's 8-card Gaudi 2 server: 21 ports join the "
+        "7 peers, 3 leave the server); the reference gives the 24 ports, not this split",
+    ),
+    "gaudi3": (
+        75.0,
+        "3 of the 24 on-chip 200 GbE RoCE ports = 600 Gb/s (Intel's 8-card Gaudi 3 baseboard: 21 ports join "
+        "the 7 peers, 3 leave the server); the reference gives the 24 ports, not this split",
+    ),
+}
+# Source entries that say where an entry's node facts (GPUs per server, scale-up domain,
+# scale-out) came from; they are rebuilt per entry, never copied between entries.
+NODE_REFS = {"llmsweep", "gpus.yaml interconnect", "gpus-extra.yaml interconnect", "gpus-2026.yaml interconnect"}
 
 # Corrections to reference values, each with the reference's own cross-check as its source.
 GPU_CORRECTIONS = {
@@ -702,6 +769,63 @@ def _sources(entry: dict, index: dict) -> list[dict]:
     return out
 
 
+def _scale_out(gid: str, ref_id: str, ic: dict) -> tuple[float | None, str | None, bool]:
+    """Scale-out GB/s per direction per GPU, the `fields` line saying where it came from, and
+    whether the reference states it (else it is a stated llmsweep assumption, or unknown)."""
+    text = str(ic.get("networking") or "")
+    if gid in SCALE_OUT_FROM_REFERENCE:
+        value, words, how = SCALE_OUT_FROM_REFERENCE[gid]
+        if words not in text:
+            raise SystemExit(f"{ref_id}: interconnect.networking no longer says {words!r}: {text!r}")
+        return value, f"scale_out_gbps_per_direction {value:g}: {text}", True
+    if text:
+        raise SystemExit(f"{ref_id}: the reference states networking ({text!r}); add it to SCALE_OUT_FROM_REFERENCE")
+    if gid in SCALE_OUT_ASSUMED:
+        value, design = SCALE_OUT_ASSUMED[gid]
+        return value, f"scale_out_gbps_per_direction {value:g}: {design}", False
+    return None, None, False
+
+
+def _node_sources(
+    g: dict, fname: str, per_node: int, group: int, scale_out_line: str | None, scale_out_sourced: bool
+) -> list[dict]:
+    """Where GPUs per server, the scale-up domain (nvlink_group) and the scale-out bandwidth came
+    from: the reference's interconnect block where it states them, else the llmsweep assumption."""
+    ic = g.get("interconnect") or {}
+    stated, assumed = [], []
+    domain = ic.get("nvlink_domain")
+    if domain and group > 1 and int(str(domain).split()[0]) != group:
+        raise SystemExit(f"{g['id']}: nvlink_group {group} but interconnect.nvlink_domain says {domain!r}")
+    if fname == "gpus-2026.yaml":  # this file states the node and the NVLink domain
+        if domain or group == 1:
+            why = domain or ic.get("nvlink_note") or "no scale-up link"
+        else:
+            why = (
+                f"{ic['infinity_fabric_links']} Infinity Fabric links per GPU, one to each other GPU of the "
+                f"{per_node}-GPU server"
+            )
+        stated += [f"gpus_per_node {per_node}: {ic.get('gpus_per_node')}", f"nvlink_group {group}: {why}"]
+    elif domain:
+        stated.append(f"nvlink_group {group}: {domain}")
+        assumed.append("gpus_per_node")
+    else:
+        assumed += ["gpus_per_node", "nvlink_group"]
+    if scale_out_line:
+        (stated if scale_out_sourced else assumed).append(scale_out_line)
+    out = []
+    if stated:
+        out.append(
+            {
+                "ref": f"{fname} interconnect",
+                "source": f"shared/reference/{fname}, entry {g['id']}, interconnect block",
+                "fields": stated,
+            }
+        )
+    if assumed:
+        out.append({"ref": "llmsweep", "source": GPUS_PER_NODE_SOURCE, "fields": assumed})
+    return out
+
+
 def _gpu_entry(g: dict, fname: str, index: dict) -> dict:
     """One reference GPU in the catalog's schema (ids, family and node facts from GPU_IDS)."""
     gid, aliases, family, per_node, nvlink_group = GPU_IDS[g["id"]]
@@ -725,21 +849,22 @@ def _gpu_entry(g: dict, fname: str, index: dict) -> dict:
     if nvlink is None and _num(ic.get("infinity_fabric_gbps_unidirectional_total")):
         nvlink = float(ic["infinity_fabric_gbps_unidirectional_total"])
         derived.append("scale-up link = Infinity Fabric unidirectional total")
+    m = re.search(r"(\d+(?:\.\d+)?) GB/s per direction", str(ic.get("scale_up") or ""))
+    if nvlink is None and m:  # Gaudi: the on-chip RoCE ports are its scale-up link
+        nvlink = float(m.group(1))
+        derived.append(
+            f"scale-up link {nvlink:g} GB/s per direction as interconnect.scale_up states it ({ic['scale_up']}); "
+            "that figure counts all 24 ports, of which Intel's 8-card servers give 21 to the 7 peers and 3 to "
+            "scale-out (scale_out_gbps_per_direction)"
+        )
     pcie, how = _pcie_gbps(ic.get("pcie"))
     if how:
         derived.append(how)
-    if fname == "gpus-2026.yaml":  # this file states the node and the NVLink domain
-        node_source = {
-            "ref": "gpus-2026.yaml interconnect",
-            "source": f"shared/reference/gpus-2026.yaml, entry {g['id']}, interconnect block",
-            "fields": [
-                f"gpus_per_node {per_node}: {ic.get('gpus_per_node')}",
-                f"nvlink_group {nvlink_group if nvlink else 1}: "
-                + str(ic.get("nvlink_domain") or ic.get("nvlink_note") or "no scale-up link"),
-            ],
-        }
-    else:
-        node_source = {"ref": "llmsweep", "source": GPUS_PER_NODE_SOURCE, "fields": ["gpus_per_node", "nvlink_group"]}
+    group = nvlink_group if nvlink else 1
+    scale_out, scale_out_line, scale_out_sourced = _scale_out(gid, g["id"], ic)
+    if scale_out_sourced:
+        how = SCALE_OUT_FROM_REFERENCE[gid][2]
+        derived.append(f"scale_out_gbps_per_direction {scale_out:g} from interconnect.networking: {how}")
     return {
         "name": g["name"],
         "vendor": g["vendor"],
@@ -754,14 +879,15 @@ def _gpu_entry(g: dict, fname: str, index: dict) -> dict:
         "dense_tflops": rates,
         "tdp_w": _num(g.get("tdp_w")),
         "scale_up_gbps_per_direction": nvlink,
-        "nvlink_group": nvlink_group if nvlink else 1,
+        "nvlink_group": group,
         "pcie_gbps_per_direction": pcie,
+        "scale_out_gbps_per_direction": scale_out,
         "gpus_per_node": per_node,
         "launch_year": g.get("launch_year"),
         "cloud_prices": [
             {**p, "source": index.get(p.get("source"), p.get("source"))} for p in g.get("cloud_prices") or []
         ],
-        "sources": _sources(g, index) + [node_source],
+        "sources": _sources(g, index) + _node_sources(g, fname, per_node, group, scale_out_line, scale_out_sourced),
         "derived": derived,
         "notes": g.get("notes"),
     }
@@ -799,11 +925,11 @@ def _variant_entry(parent: dict, g: dict, v: dict, index: dict) -> tuple[str, di
             "fields": [f"variant {v['name']}: memory, bandwidth, bf16, fp8/int8, power, NVLink"],
         }
         for ref in v["sources"]
-    ] + [parent["sources"][-1]]
+    ] + [s for s in parent["sources"] if s["ref"] in NODE_REFS]
     e["derived"] = [f"choice: {c}" for c in GPU_CHOICES.get(vid, [])] + [
         "int8 = fp8: both source files list 'int8/fp8' at one rate",
         "NVLink 450 GB/s per direction, 8 per node: the H20 entry's interconnect "
-        "(aic_h20_3e_pr1435: 900 GB/s bidirectional)",
+        "(aic_h20_3e_pr1435: 900 GB/s bidirectional); scale-out: the H20 entry's",
         "fp32, tf32, fp16, PCIe, launch year: not stated for this variant (fp16 falls back to the bf16 rate)",
     ]
     e["pcie_gbps_per_direction"] = None
@@ -825,14 +951,14 @@ def build_gpus(ref_dir: Path) -> dict:
         gid = GPU_IDS[g["id"]][0]
         if gid in gpus:  # a copy of an existing entry: its datasheet must agree; add new sources and prices
             old = gpus[gid]
-            for k in ("memory_gb", "memory_bandwidth_gbps", "dense_tflops", "tdp_w"):
+            for k in ("memory_gb", "memory_bandwidth_gbps", "dense_tflops", "tdp_w", "scale_out_gbps_per_direction"):
                 if old[k] != e[k]:
                     raise SystemExit(
                         f"gpus-2026.yaml {g['id']}: {k} {e[k]} differs from {old['reference_id']} {old[k]}"
                     )
             old["reference_id"] += f", gpus-2026.yaml:{g['id']}"
             seen = {s["ref"] for s in old["sources"]}
-            old["sources"] += [s for s in e["sources"][:-1] if s["ref"] not in seen | {"gpus_extra_yaml"}]
+            old["sources"] += [s for s in e["sources"] if s["ref"] not in seen | NODE_REFS | {"gpus_extra_yaml"}]
             old["cloud_prices"] += e["cloud_prices"]
             continue
         gpus[gid] = e

@@ -186,8 +186,10 @@ times ÷ factor):
 - **Saturated serving depends on the engine's KV-cache capacity and scheduler.** Runs at "as many
   requests as fit" (vLLM's max-throughput benchmarks) are estimated at the memory limit, far above
   the concurrency those runs reached: they over-predict by 3-7×.
-- **Multi-node layouts** (MiniMax-M2.5 on 16 GPUs) are estimated as if one server held them
-  (the rows keep the reason that multi-node is not modelled).
+- **Layouts across servers** (MiniMax-M2.5 on 16 H100s, two servers, ep 16) pay the expert
+  all-to-all over the NICs, but their TPOT is still 0.5-0.95 times the measured one (median 0.7),
+  falling with concurrency: the per-token cost of an expert layer spread thin over 16 GPUs (few
+  tokens per expert) is not modelled yet.
 - **Lengths not stated** by a source are assumed (256 tokens) and noted per row.
 """
     (ROOT / "docs" / "fidelity.md").write_text(text)

@@ -268,6 +268,105 @@ def test_2026_price_updates_for_existing_entries(catalog):
     assert any(p["usd_per_gpu_hour"] == 0.66 for p in server.cloud_prices)
 
 
+# -- scale-up domain and scale-out network ---------------------------------------------------
+
+
+def _sources_naming(g, field: str) -> list:
+    return [s for s in g.sources if any(f.startswith(field) for f in s.fields)]
+
+
+@pytest.mark.parametrize(
+    ("gid", "group", "scale_out", "ref"),
+    [
+        # DGX/HGX H100: 8x ConnectX-7 400 Gb/s, one per GPU: 400 / 8 = 50 GB/s (llmsweep assumption)
+        ("h100-sxm", 8, 50.0, "llmsweep"),
+        # gpus-2026.yaml: ConnectX-8 800 Gb/s per GPU; aiconfigurator 100 GB/s per GPU per direction = 800 / 8
+        ("b300", 8, 100.0, "gpus-2026.yaml interconnect"),
+        # NVL72 (gpus.yaml nvlink_domain); compute tray ConnectX-7 400 Gb/s per GPU = 50 (llmsweep assumption)
+        ("gb200", 72, 50.0, "llmsweep"),
+        ("gb300", 72, 100.0, "gpus-2026.yaml interconnect"),
+        # AMD platforms: 8x 400 Gb/s NICs for 8 GPUs = 50 (llmsweep assumption)
+        ("mi300x", 8, 50.0, "llmsweep"),
+        ("mi355x", 8, 50.0, "llmsweep"),
+        # DGX A100: ConnectX-6 200 Gb/s per GPU = 25 (llmsweep assumption)
+        ("a100-80gb-sxm", 8, 25.0, "llmsweep"),
+        # Gaudi 3: 3 of 24 on-chip 200 GbE ports leave the server: 600 / 8 = 75 (llmsweep assumption)
+        ("gaudi3", 8, 75.0, "llmsweep"),
+        # DGX Spark: one ConnectX-7 200 Gb/s port = 25 (gpus-2026.yaml networking)
+        ("dgx-spark", 1, 25.0, "gpus-2026.yaml interconnect"),
+        # single-server parts: unknown, so layouts across servers cannot be costed
+        ("m4-max", 1, None, None),
+        ("rtx-4090", 1, None, None),
+        ("l40s", 1, None, None),
+    ],
+)
+def test_scale_up_domain_and_scale_out_with_their_source(catalog, gid, group, scale_out, ref):
+    g = catalog.gpu(gid)
+    assert (g.nvlink_group, g.scale_out_gbps_per_direction) == (group, scale_out)
+    named = _sources_naming(g, "scale_out_gbps_per_direction")
+    if scale_out is None:
+        assert named == []
+        return
+    assert [s.ref for s in named] == [ref]
+    line = next(f for f in named[0].fields if f.startswith("scale_out_gbps_per_direction"))
+    assert line.startswith(f"scale_out_gbps_per_direction {scale_out:g}: ")
+    if ref == "llmsweep":  # a stated assumption naming the reference design
+        assert named[0].source.startswith("llmsweep assumption:") and "Gb/s" in line
+    else:  # the reference's own networking text
+        assert "Gb/s" in line and any(d.startswith("scale_out_gbps_per_direction") for d in g.derived)
+
+
+def test_stated_network_figures_are_the_references(catalog):
+    b300 = _sources_naming(catalog.gpu("b300"), "scale_out_gbps_per_direction")[0].fields[-1]
+    assert "800 Gb/s" in b300 and "100 GB/s per GPU per direction" in b300
+    gb300 = _sources_naming(catalog.gpu("gb300"), "scale_out_gbps_per_direction")[0].fields[-1]
+    assert "ConnectX-8 800 Gb/s per GPU" in gb300
+    # GB200's 72-GPU domain is the reference's nvlink_domain, not an assumption
+    (domain,) = _sources_naming(catalog.gpu("gb200"), "nvlink_group")
+    assert (domain.ref, domain.fields) == ("gpus.yaml interconnect", ["nvlink_group 72: 72 GPUs (NVL72)"])
+    # aiconfigurator's GB200 figure (gpus-2026.yaml meta) is named where the assumption is taken instead
+    assert "100 GB/s" in _sources_naming(catalog.gpu("gb200"), "scale_out_gbps_per_direction")[0].fields[-1]
+
+
+def test_data_centre_scale_up_domains(catalog):
+    eight = ["a100-40gb-sxm", "a100-80gb-sxm", "v100-32gb-sxm", "v100-16gb-sxm", "h100-sxm", "h200-sxm"]
+    eight += ["b200", "b300", "h20", "h20-141gb", "mi300x", "mi325x", "mi350x", "mi355x", "gaudi2", "gaudi3"]
+    for gid in eight:
+        assert catalog.gpu(gid).nvlink_group == 8, gid
+    for gid in ("gb200", "gb300"):
+        assert catalog.gpu(gid).nvlink_group == 72, gid
+    for gid in ("a100-80gb-pcie", "h100-pcie", "h100-nvl", "a40"):  # NVLink-bridged pairs
+        assert catalog.gpu(gid).nvlink_group == 2, gid
+    for gid in ("l4", "l40s", "a10", "a10g", "t4", "rtx-pro-6000-server", "m2-ultra"):
+        assert catalog.gpu(gid).nvlink_group == 1, gid
+    # Gaudi's scale-up link is its on-chip RoCE mesh: stas_net's per-direction figure (all 24 ports)
+    assert [catalog.gpu(g).scale_up_gbps_per_direction for g in ("gaudi2", "gaudi3")] == [300, 600]
+
+
+def test_rack_scale_facts_carry_a_source(catalog):
+    for gid, g in catalog.gpus.items():
+        if g.nvlink_group > g.gpus_per_node:  # a domain wider than a server (NVL72) must say where it came from
+            assert _sources_naming(g, "nvlink_group"), gid
+        if g.scale_out_gbps_per_direction is not None:
+            assert _sources_naming(g, "scale_out_gbps_per_direction"), gid
+
+
+def test_cli_lists_scale_up_domain_and_scale_out():
+    import json
+
+    from click.testing import CliRunner
+
+    from llmsweep.cli import main
+
+    r = CliRunner().invoke(main, ["gpus", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["id"]: row for row in json.loads(r.output)}
+    assert (rows["gb300"]["scale_up_domain_gpus"], rows["gb300"]["scale_out_gbps"]) == (72, 100.0)
+    assert (rows["m4-max"]["scale_up_domain_gpus"], rows["m4-max"]["scale_out_gbps"]) == (1, None)
+    r = CliRunner().invoke(main, ["gpus", "--format", "csv"])
+    assert r.output.splitlines()[0].split(",")[10:12] == ["scale_up_domain_gpus", "scale_out_gbps"]
+
+
 # -- model-configs/ ---------------------------------------------------------------------------
 
 

@@ -30,6 +30,7 @@ def test_an_inherited_gpu_is_the_catalog_gpu_with_its_changes(tmp_path):
     gpu = s.catalog.gpu("mine")
     assert gpu.aliases == [] and gpu.cloud_prices == []  # names and prices are the catalog GPU's own
     assert "inherited from h200-sxm" in gpu.sources[-1].source
+    assert gpu.scale_out_gbps_per_direction == 50.0  # the network facts came with it too
     assert s.notes == ()
 
 
@@ -40,6 +41,17 @@ def test_a_bare_new_gpu_gets_notes_from_validate(tmp_path):
     assert "note: gpus.mine: no `family` or `inherit`: the profile's defaults apply" in r.output
     assert "note: gpus.mine: no interconnect bandwidth" in r.output and "tp > 1 or ep > 1" in r.output
     assert "note: gpus.mine: gpus_per_node not given: 8 per server assumed" in r.output
+    assert (
+        "note: gpus.mine: no scale_out_gbps_per_direction (network bandwidth per GPU between servers): "
+        "layouts across servers cannot be costed"
+    ) in r.output
+
+
+def test_a_new_gpu_that_states_its_network_gets_no_network_note(tmp_path):
+    gpu = "{memory_gb: 96, memory_bandwidth_gbps: 4000, dense_tflops: {fp8: 1800}, scale_out_gbps_per_direction: 50}"
+    r = CliRunner().invoke(main, ["validate", str(sweep(tmp_path, f"  mine: {gpu}\n"))])
+    assert r.exit_code == 0, r.output
+    assert "gpus_per_node not given" in r.output and "scale_out_gbps_per_direction" not in r.output
 
 
 def test_inherit_problems(tmp_path):

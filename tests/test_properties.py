@@ -149,6 +149,7 @@ NUMERIC_FIELDS = [
     (("gpus", "mine", "dense_tflops", "bf16"), "tflops"),
     (("gpus", "mine", "tdp_w"), "tdp_w"),
     (("gpus", "mine", "scale_up_gbps_per_direction"), "link_gbps"),
+    (("gpus", "mine", "scale_out_gbps_per_direction"), "link_gbps"),
     (("gpus", "mine", "nvlink_group"), "gpu_group"),
     (("gpus", "mine", "gpus_per_node"), "gpus_per_node"),
     (("models", "m", "hidden_size"), "config_width"),

@@ -12,7 +12,7 @@ from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
 from llmsweep.estimate import add_estimates, load
-from llmsweep.grid import MAX, gpu_table, link_table, model_table, precision_tables
+from llmsweep.grid import MAX, gpu_table, model_table, precision_tables
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
@@ -55,9 +55,8 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
     """The distinct configurations of `keys`, joined with GPU, model, precision and link facts and
     the profile's parameters, the way grid.py builds a grid (one small table per entity)."""
     keys = keys.select(KEY).unique(maintain_order=True)
-    gpus, engines, models, precisions, kvs, tps, dps = (
-        keys[k].unique(maintain_order=True).to_list()
-        for k in ("gpu", "engine", "model", "precision", "kv_precision", "tp", "dp_attention")
+    gpus, engines, models, precisions, kvs = (
+        keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "engine", "model", "precision", "kv_precision")
     )
     rates, kv = precision_tables(catalog, gpus, precisions, kvs)
     return (
@@ -66,7 +65,6 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         .join(model_table(catalog, models), on="model", **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["precision", "kv_precision"], **_LEFT)
-        .join(link_table(catalog, gpus, tps, dps), on=["gpu", "tp", "dp_attention"], **_LEFT)
         .collect()
     )
 

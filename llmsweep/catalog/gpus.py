@@ -66,8 +66,18 @@ class Gpu(_Strict):
     scale_up_gbps_per_direction: typed("link_gbps") | None = lim(
         "link_gbps", None, description="NVLink / Infinity Fabric bandwidth per direction, GB/s."
     )
-    nvlink_group: typed("gpu_group") = lim("gpu_group", 1, description="GPUs joined by the scale-up link.")
+    nvlink_group: typed("gpu_group") = lim(
+        "gpu_group", 1, description="The scale-up domain: GPUs joined by the scale-up link (72 in an NVL72 rack)."
+    )
     pcie_gbps_per_direction: typed("link_gbps") | None = lim("link_gbps", None)
+    scale_out_gbps_per_direction: typed("link_gbps") | None = lim(
+        "link_gbps",
+        None,
+        description=(
+            "Scale-out network (NIC) bandwidth per GPU per direction, GB/s (one 400 Gb/s NIC per GPU = 50); "
+            "null = unknown: layouts across servers cannot be costed."
+        ),
+    )
     gpus_per_node: typed("gpus_per_node") = lim(
         "gpus_per_node", 8, description="GPUs in one server; tp x pp may not exceed it."
     )
@@ -88,10 +98,3 @@ class Gpu(_Strict):
             if rate:
                 return rate * 1e12, d
         return None, dtype
-
-    def link_bytes_per_s(self, tp: int) -> float | None:
-        """Per-direction bandwidth the tp group communicates over: the scale-up link when all tp
-        GPUs share it, else PCIe."""
-        if self.scale_up_gbps_per_direction and tp <= self.nvlink_group:
-            return self.scale_up_gbps_per_direction * 1e9
-        return self.pcie_gbps_per_direction * 1e9 if self.pcie_gbps_per_direction else None

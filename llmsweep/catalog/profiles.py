@@ -12,6 +12,9 @@ from llmsweep.limits import field as lim
 # `default` fits the overhead per engine (scripts/calibrate_default.py, docs/fidelity.md).
 REQUEST_OVERHEAD_S = 0.01
 BURST_SHARE = 0.2
+# alpha of a collective across the scale-out network (InfiniBand / RoCE), before any fit: see
+# catalog/profiles.yaml (`literature` sources). No development measurement crosses servers yet.
+NETWORK_LATENCY_S = 2.5e-5
 
 
 class Efficiency(BaseModel):
@@ -24,6 +27,8 @@ class Efficiency(BaseModel):
     step_overhead_s: typed("overhead_s") = lim("overhead_s")
     layer_overhead_s: typed("overhead_s") = lim("overhead_s")
     allreduce_latency_s: typed("overhead_s") = lim("overhead_s")
+    # Across servers (estimate/parallel.py); defaulted so that older profile files keep working.
+    network_latency_s: typed("overhead_s") = lim("overhead_s", NETWORK_LATENCY_S)
     memory_reserve_fraction: typed("reserve_fraction") = lim("reserve_fraction")
     runtime_overhead_bytes: typed("overhead_bytes") = lim("overhead_bytes")
     tp_buffer_bytes: typed("overhead_bytes") = lim("overhead_bytes")

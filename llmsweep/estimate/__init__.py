@@ -19,10 +19,24 @@ from llmsweep.estimate import compute, load, memory, parallel
 
 
 def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """Columns that depend only on GPU, model, precision, KV precision, tp and pp (and the profile)."""
+    """Columns that depend only on GPU, model, precision, KV precision and the layout (and the profile):
+    the links each collective crosses (estimate/parallel.py) first, then what reads them."""
     return (
-        frame.with_columns(
-            gpus=c.tp * c.pp * c.dp_attention,
+        frame.with_columns(gpus=c.tp * c.pp * c.dp_attention, network_unit_gpus=parallel.network_unit_gpus())
+        .with_columns(
+            servers_per_replica=parallel.servers_per_replica(),
+            tp_link=parallel.tp_link(),
+            expert_link=parallel.expert_link(),
+            pp_link=parallel.pp_link(),
+            expert_inside_link=parallel.inside_unit_kind(parallel.expert_group_gpus()),
+            pp_inside_link=parallel.inside_unit_kind(c.gpus),
+        )
+        .with_columns(
+            link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.tp_link),
+            expert_link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.expert_inside_link),
+            pp_link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.pp_inside_link),
+        )
+        .with_columns(
             model_weight_bytes=memory.model_weight_bytes(),
             kv_bytes_per_token=memory.kv_bytes_per_token(),
             kv_full_bytes_per_token=memory.kv_full_bytes_per_token(),
@@ -46,8 +60,15 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             allreduce_s_per_token=parallel.allreduce_s_per_token(),
             alltoall_fixed_s=parallel.alltoall_fixed_s(),
             alltoall_s_per_token=parallel.alltoall_s_per_token(),
-            expert_share=compute.expert_share(),
+            pp_fixed_s=parallel.pp_fixed_s(),
+            pp_s_per_token=parallel.pp_s_per_token(),
+            expert_placement=parallel.expert_placement(),
             layout_reason=parallel.layout_reason(),
+        )
+        .with_columns(
+            comm_fixed_s=parallel.comm_fixed_s(),
+            comm_s_per_token=parallel.comm_s_per_token(),
+            expert_share=compute.expert_share(),
         )
         .with_columns(weight_bytes=memory.weight_bytes())
         .with_columns(free_bytes=memory.free_bytes())

@@ -10,7 +10,7 @@ import polars as pl
 
 from llmsweep.columns import c, text
 from llmsweep.estimate.memory import kv_sequence_bytes
-from llmsweep.estimate.parallel import allreduce_s, alltoall_s
+from llmsweep.estimate.parallel import comm_s
 
 # -- per layout -------------------------------------------------------------------------------
 
@@ -88,9 +88,10 @@ def expert_share() -> pl.Expr:
     """The busiest attention group's share of the routed experts' work: 1 / dp_attention (the
     experts are spread over all tp x dp_attention GPUs while each group reads its own dense
     weights), times the expert imbalance when ep > 1 (the busiest expert-parallel GPU sets the
-    step time; an assumption in the profile, not fitted)."""
+    step time; an assumption in the profile, not fitted), times the busiest rank's extra experts
+    when ep does not divide them (expert_placement)."""
     imbalance = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
-    return imbalance / c.dp_attention
+    return imbalance * c.expert_placement / c.dp_attention
 
 
 def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
@@ -117,12 +118,12 @@ def prefill_bytes() -> pl.Expr:
 
 
 def prefill_s() -> pl.Expr:
-    """max(FLOPs / (tp F eta_c), bytes / (tp BW eta_bw)) + all-reduces + fixed costs; 0 without a prompt.
+    """max(FLOPs / (tp F eta_c), bytes / (tp BW eta_bw)) + communication (all-reduces, all-to-alls, pp
+    sends: estimate/parallel.py) + fixed costs; 0 without a prompt.
     Example (ideal): 3.40e13 FLOPs / 989e12 FLOP/s = 34.4 ms (Llama-3.1-8B bf16, H100 SXM, 2,048 tokens)."""
     t = (
         pl.max_horizontal(c.prefill_flops * c.seconds_per_flop, prefill_bytes() * c.seconds_per_byte)
-        + allreduce_s(c.input_tokens)
-        + alltoall_s(c.input_tokens)
+        + comm_s(c.input_tokens)
         + c.fixed_step_s
     )
     return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
@@ -166,7 +167,7 @@ def decode_terms() -> dict[str, pl.Expr]:
     return {
         "decode_compute_s": c.decode_flops_per_step * c.seconds_per_flop,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
-        "decode_comm_s": allreduce_s(c.group_batch) + alltoall_s(c.group_batch),
+        "decode_comm_s": comm_s(c.group_batch),
         "decode_overhead_s": c.fixed_step_s,
     }
 

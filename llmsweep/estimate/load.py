@@ -42,7 +42,7 @@ import polars as pl
 
 from llmsweep.columns import c, text
 from llmsweep.estimate.compute import weight_bytes_read
-from llmsweep.estimate.parallel import allreduce_s, alltoall_s
+from llmsweep.estimate.parallel import comm_s
 
 PERCENTILES = {"p90": 0.9, "p99": 0.99}
 SATURATED = "saturated: the request rate exceeds what the replica can serve"
@@ -52,12 +52,12 @@ SLOT_WAIT = "concurrency exceeds max_batch: requests wait for a KV-cache slot"
 def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
     compute.decode_terms at batch b: max(g x FLOPs/seq x s/FLOP, (weights read(b) + g x KV/seq) x s/byte)
-    + 2 L (alpha + g x all-reduce bytes / link) + expert all-to-alls + fixed per-step costs, where
+    + communication(g) (all-reduces, expert all-to-alls, pp sends: parallel.comm_s) + fixed costs, where
     g = b / dp_attention is the share of an attention group (= b without attention data parallelism)."""
     g = b / c.dp_attention
     compute_s = g * c.decode_flops_per_sequence * c.seconds_per_flop
     memory_s = (weight_bytes_read(b) + g * c.decode_kv_bytes_per_sequence) * c.seconds_per_byte
-    return pl.max_horizontal(compute_s, memory_s) + allreduce_s(g) + alltoall_s(g) + c.fixed_step_s
+    return pl.max_horizontal(compute_s, memory_s) + comm_s(g) + c.fixed_step_s
 
 
 def first_token_s() -> pl.Expr:
@@ -94,9 +94,9 @@ def step_coefficients() -> dict[str, pl.Expr]:
     F0 = collective latencies + fixed costs, F1 = (FLOPs/seq x s/FLOP + communication per token) / dp,
     M1 = (KV/seq x s/byte + communication per token) / dp, dp = dp_attention (each attention group
     carries its share of the sequences); M0 adds the weights read, per row: see closed_loop."""
-    comm = c.allreduce_s_per_token + c.alltoall_s_per_token
+    comm = c.comm_s_per_token
     return {
-        "step_fixed_s": c.allreduce_fixed_s + c.alltoall_fixed_s + c.fixed_step_s,
+        "step_fixed_s": c.comm_fixed_s + c.fixed_step_s,
         "step_compute_s_per_seq": (c.decode_flops_per_sequence * c.seconds_per_flop + comm) / c.dp_attention,
         "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte + comm) / c.dp_attention,
         "first_token_s": first_token_s(),
@@ -389,14 +389,9 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
 def _open_decode(lf: pl.LazyFrame) -> pl.LazyFrame:
     """Step 2 of open_loop: the decode-phase fixed point D, with MoE weight reads taken at batch `_bw`."""
     lam, k, u, bw = pl.col("_lam"), pl.col("_k"), pl.col("_u"), pl.col("_bw")
-    comm_b = c.allreduce_s_per_token
-    base = c.allreduce_fixed_s + c.fixed_step_s
-    pieces = [
-        (base, c.decode_flops_per_sequence * c.seconds_per_flop + comm_b),  # compute roof: A, B
-        (  # memory roof: weights (read once per step) + KV per sequence
-            base + weight_bytes_read(bw) * c.seconds_per_byte,
-            c.decode_kv_bytes_per_sequence * c.seconds_per_byte + comm_b,
-        ),
+    pieces = [  # the closed loop's step coefficients (per sequence: an attention group's share)
+        (c.step_fixed_s, c.step_compute_s_per_seq),  # compute roof: A, B
+        (c.step_fixed_s + weight_bytes_read(bw) * c.seconds_per_byte, c.step_memory_s_per_seq),  # memory roof
     ]
     ds, oks = [], []
     for a_i, b_i in pieces:

@@ -24,10 +24,11 @@ def weight_bytes() -> pl.Expr:
     layers over pp; with attention data parallelism the attention and dense layers are copied on
     each of the dp_attention groups while the routed experts are spread over all tp x dp_attention
     GPUs of a stage (however ep divides them):
-    (P x b_w - routed) / (tp x pp) + routed / (tp x dp_attention x pp) (= P x b_w / (tp x pp) at dp 1).
+    (P x b_w - routed) / (tp x pp) + routed x placement / (tp x dp_attention x pp) (= P x b_w / (tp x pp)
+    at dp 1), placement = the busiest rank's extra experts when ep does not divide them (parallel.py).
     DeepSeek-R1 fp8 on 8 GPUs, tp 1, dp_attention 8, ep 8: see tests/test_moe_layouts.py."""
     dense = c.model_weight_bytes - c.routed_expert_bytes
-    return dense / (c.tp * c.pp) + c.routed_expert_bytes / (c.tp * c.dp_attention * c.pp)
+    return dense / (c.tp * c.pp) + c.routed_expert_bytes * c.expert_placement / (c.tp * c.dp_attention * c.pp)
 
 
 def kv_bytes_per_token() -> pl.Expr:
