@@ -33,11 +33,13 @@ def test_vllm_json(catalog):
     defaults = {"gpu": "H100 SXM", "precision": "bf16"}
     read = cal.read_file(FIXTURES / "vllm-benchmark-serving.json", catalog, defaults)
     by_metric = {m.metric: m for m in read.measurements}
-    assert set(by_metric) == {"ttft_ms", "tpot_ms", "output_throughput_tok_s"}
+    # p99_ttft_ms is compared with the estimated p99; the TPOT/ITL percentiles and medians are not read
+    assert set(by_metric) == {"ttft_ms", "ttft_p99_ms", "tpot_ms", "output_throughput_tok_s"}
     ttft = by_metric["ttft_ms"]
     # 262,144 input / 256 requests = 1,024 tokens in; 65,536 / 256 = 256 out; concurrency 16
     assert (ttft.input_tokens, ttft.output_tokens, ttft.batch, ttft.measured) == (1024, 256, 16, 0.0643)
     assert ttft.model == "meta-llama/Llama-3.1-8B"  # the Instruct id maps to its architecture
+    assert (by_metric["ttft_p99_ms"].column, by_metric["ttft_p99_ms"].measured) == ("ttft_p99_s", 0.131)
 
 
 def test_calibrate_command_on_both_fixtures(tmp_path):
@@ -63,7 +65,13 @@ def test_calibrate_command_on_both_fixtures(tmp_path):
         ["calibrate", str(FIXTURES / "vllm-benchmark-serving.json"), "--gpu", "h100-sxm", "-o", str(tmp_path / "vllm")],
     )
     assert r.exit_code == 0, r.output
-    assert pl.read_csv(tmp_path / "vllm" / "comparison.csv").height == 3
+    vllm = pl.read_csv(tmp_path / "vllm" / "comparison.csv")
+    assert vllm.height == 4
+    # values in the unit the metric names (the file's `value`), not in SI: 64.3 ms, not 0.0643 s
+    ttft = vllm.filter(pl.col("metric") == "ttft_ms").row(0, named=True)
+    assert (ttft["measured"], ttft["unit"]) == (64.3, "ms")
+    assert 5 < ttft["estimated"] < 5000  # milliseconds too
+    assert ttft["ratio"] == pytest.approx(ttft["estimated"] / 64.3)
 
 
 def test_formats_that_need_the_missing_facts(tmp_path):

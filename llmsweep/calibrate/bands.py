@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.calibrate.measurement import GROUPS
+from llmsweep.calibrate.measurement import GROUPS, TIME_METRICS
 from llmsweep.grid import MAX
 
 
@@ -18,7 +18,7 @@ def bands(out_of_sample: pl.DataFrame) -> dict[str, list[float]]:
     frame = frame.with_columns(
         group=pl.col("metric").replace_strict(GROUPS, default=None),
         # speed metrics: measured/estimated = 1/ratio; time metrics: estimated/measured = ratio
-        speed_factor=pl.when(pl.col("metric").is_in(["ttft_ms", "tpot_ms", "itl_ms"]))
+        speed_factor=pl.when(pl.col("metric").is_in(sorted(TIME_METRICS)))
         .then(pl.col("ratio"))
         .otherwise(1 / pl.col("ratio")),
     )

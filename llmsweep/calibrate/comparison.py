@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
-from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, source_key
+from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, noting_replicas, source_key, tp_candidates
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
@@ -16,7 +16,8 @@ from llmsweep.grid import MAX, gpu_table, model_table, precision_tables
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
-KEY = (*OPTION_KEYS, "batch", "batch_is_max", "request_rate")
+KEY = (*OPTION_KEYS, "batch", "batch_is_max", "request_rate", "ttft_limit_s", "tpot_limit_s")
+_FLOATS = ("request_rate", "ttft_limit_s", "tpot_limit_s")  # KEY columns that are not grid columns
 _LEFT = {"how": "left", "maintain_order": "left"}
 # Compared quantities that are not frame columns.
 DERIVED = {DECODE_RATE: 1 / pl.col("tpot_s")}
@@ -28,27 +29,34 @@ def _layout(ms: Sequence[Measurement]) -> dict[str, list]:
 
 
 def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
-    """One row per measurement: its configuration (the grid's identity columns, `max` as
-    batch_is_max), the estimate column it is compared with and the measured value (SI)."""
+    """One row per measurement: the configuration of one of its replicas (the grid's identity
+    columns, `max` as batch_is_max, the replica's share of the concurrency or of the offered rate),
+    the estimate column it is compared with, the measured value (SI) and `scale`, the factor from
+    the replica's estimate to the measured system's (Measurement.scale)."""
     ms = list(measurements)
     return pl.DataFrame(
         {
             **_layout(ms),
-            "batch": [1 if m.batch == MAX else int(m.batch) for m in ms],
+            "batch": [1 if m.batch == MAX else int(m.replica_batch) for m in ms],
             "batch_is_max": [m.batch == MAX for m in ms],
-            # an open-loop measurement's offered rate (null: closed loop at `batch`)
-            "request_rate": [m.request_rate if m.open_loop else None for m in ms],
+            # an open-loop measurement's offered rate per replica (null: closed loop at `batch`)
+            "request_rate": [m.replica_rate if m.open_loop else None for m in ms],
+            # server/interactive scenarios: the latency limits the rate must meet (null: none)
+            "ttft_limit_s": [m.ttft_limit_s for m in ms],
+            "tpot_limit_s": [m.tpot_limit_s for m in ms],
             "column": [m.column for m in ms],
             "measured": [m.measured for m in ms],
+            "scale": [m.scale for m in ms],
         },
         schema={
-            **{k: SCHEMA.get(k, pl.String) for k in KEY if k not in ("batch_is_max", "request_rate")},
+            **{k: SCHEMA.get(k, pl.String) for k in KEY if k not in ("batch_is_max", *_FLOATS)},
             "batch_is_max": pl.Boolean,
-            "request_rate": pl.Float64,
+            **dict.fromkeys(_FLOATS, pl.Float64),
             "column": pl.String,
             "measured": pl.Float64,
+            "scale": pl.Float64,
         },
-    ).select(*KEY, "column", "measured")
+    ).select(*KEY, "column", "measured", "scale")
 
 
 def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) -> pl.DataFrame:
@@ -69,6 +77,41 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
     )
 
 
+def choose_layouts(measurements: Sequence[Measurement], profile: Profile, catalog: Catalog) -> list[Measurement]:
+    """Rows that give num_gpus but no tp, at the layout llmsweep picks for that many GPUs: among the
+    divisors of num_gpus / (pp x dp_attention) (tp_candidates) at which the configuration runs
+    (`fits`: memory, and no layout or context reason) at the replica's share of the concurrency
+    (the largest batch that fits, for `max`), the one with the most output tokens/s per GPU (what
+    the plan ranks by for one GPU type: the lowest cost per token), the smaller tp on a tie. When
+    none runs: the largest tp without a layout reason (the estimator's memory reason stays on the
+    row), else the largest tp.
+    Chosen once, with the starting profile (a fit keeps the layout). Each chosen row says which in
+    its assumptions (noting_replicas). Other rows are unchanged."""
+    ms = list(measurements)
+    trials = [(i, replace(m, tp=t)) for i, m in enumerate(ms) if m.layout_chosen for t in tp_candidates(m)]
+    if not trials:
+        return ms
+    rows = measurement_frame([t for _, t in trials])
+    configs = configuration_frame(rows, catalog, profile)
+    index = configs.select(KEY).with_row_index("config")
+    rows = rows.join(index, on=list(KEY), nulls_equal=True, **_LEFT)
+    runs = add_estimates(configs.lazy()).select(
+        "fits",
+        layout_ok=pl.col("layout_reason").is_null(),
+        per_gpu=pl.col("output_tokens_per_s_per_gpu").fill_null(0.0),
+    )
+    found = runs.collect()[rows["config"]]
+    options: dict[int, list[tuple[Measurement, bool, bool, float]]] = {}
+    for (i, trial), fits, ok, per_gpu in zip(trials, found["fits"], found["layout_ok"], found["per_gpu"], strict=True):
+        options.setdefault(i, []).append((trial, bool(fits), bool(ok), per_gpu))
+    for i, tried in options.items():
+        running = [(t, per_gpu) for t, fits, _, per_gpu in tried if fits]
+        laid_out = [t for t, _, ok, _ in tried if ok]
+        best = max(running, key=lambda tp: tp[1])[0] if running else (laid_out or [t for t, *_ in tried])[-1]
+        ms[i] = noting_replicas(best)
+    return ms
+
+
 def _at_rates(closed: pl.LazyFrame, columns: list[str]) -> pl.LazyFrame:
     """Rows with a `request_rate` get the open-loop operating point at that rate (estimate/load.py)
     in the compared columns (and tpot_s, which DERIVED reads); the others keep the closed loop."""
@@ -80,6 +123,37 @@ def _at_rates(closed: pl.LazyFrame, columns: list[str]) -> pl.LazyFrame:
     )
     return both.with_columns(
         pl.when(rate.is_not_null()).then(pl.col(f"_open_{n}")).otherwise(pl.col(n)).alias(n) for n in names
+    )
+
+
+def _meets_limits(trial: pl.LazyFrame) -> pl.Expr:
+    """The scenario's limits at an open-loop operating point: p99 TTFT <= ttft_limit_s and TPOT <=
+    tpot_limit_s (the mean: the estimator has no TPOT percentile); a blank limit holds."""
+    ttft, tpot = pl.col("ttft_limit_s"), pl.col("tpot_limit_s")
+    return (ttft.is_null() | (pl.col("ttft_p99_s") <= ttft)) & (tpot.is_null() | (pl.col("tpot_s") <= tpot))
+
+
+def _at_limits(estimates: pl.LazyFrame) -> pl.LazyFrame:
+    """Rows with latency limits (MLPerf server and interactive scenarios) get, as output_tokens_per_s,
+    the largest Poisson rate per replica whose operating point meets them (load.max_rate: a
+    bisection on all such rows at once) x output_tokens; null when no rate does."""
+    frame = estimates.with_row_index("_r").collect()
+    limited = frame.filter(pl.col("ttft_limit_s").is_not_null() | pl.col("tpot_limit_s").is_not_null())
+    rate = load.max_rate(limited, _meets_limits)
+    best = limited.select(
+        "_r", _best=pl.when(rate > 0).then(rate * pl.col("output_tokens").cast(pl.Float64)).otherwise(None)
+    )
+    limit = pl.col("ttft_limit_s").is_not_null() | pl.col("tpot_limit_s").is_not_null()
+    return (
+        frame.join(best, on="_r", **_LEFT)
+        .with_columns(output_tokens_per_s=pl.when(limit).then(pl.col("_best")).otherwise(pl.col("output_tokens_per_s")))
+        .with_columns(
+            output_tokens_per_s_per_gpu=pl.when(limit)
+            .then(pl.col("output_tokens_per_s") / pl.col("gpus"))
+            .otherwise(pl.col("output_tokens_per_s_per_gpu"))
+        )
+        .drop("_r", "_best")
+        .lazy()
     )
 
 
@@ -96,13 +170,14 @@ class Evaluator:
     profile is evaluated on all rows in one vectorised estimator pass (its parameters swapped in as
     columns, per GPU family), so a fit can try thousands of parameter sets."""
 
-    measurements: list[Measurement]
+    measurements: list[Measurement]  # as compared: rows without a tp at the layout llmsweep chose
     configs: pl.DataFrame  # one row per distinct configuration: facts + the starting profile's columns
-    rows: pl.DataFrame  # one row per measurement: KEY, column, measured, config (row of `configs`)
+    rows: pl.DataFrame  # one row per measurement: KEY, column, measured, scale, config (row of `configs`)
 
     @classmethod
     def build(cls, measurements: list[Measurement], profile: Profile, catalog: Catalog | None = None) -> Evaluator:
         catalog = catalog or load_catalog()
+        measurements = choose_layouts(measurements, profile, catalog)
         rows = measurement_frame(measurements)
         configs = configuration_frame(rows, catalog, profile) if measurements else pl.DataFrame()
         if measurements:
@@ -126,7 +201,8 @@ class Evaluator:
         return self.base["engine"].cast(pl.String).to_list() if self.measurements else []
 
     def evaluate(self, profile: Profile) -> pl.DataFrame:
-        """Per measurement: `estimated` (SI units; null where there is no finite estimate) and `fits`."""
+        """Per measurement: `estimated` (SI units, for the measured system: the replica's estimate
+        x `scale`; null where there is no finite estimate) and `fits`."""
         if not self.measurements:
             return pl.DataFrame(schema={"estimated": pl.Float64, "fits": pl.Boolean})
         pair = pl.concat_str(pl.col("gpu_family").cast(pl.String), pl.lit("|"), pl.col("engine").cast(pl.String))
@@ -143,13 +219,15 @@ class Evaluator:
         estimates = add_estimates(self.configs.lazy().with_columns(swap))
         if self.configs["request_rate"].is_not_null().any():  # open-loop rows: the point at their rate
             estimates = _at_rates(estimates, columns)
+        if self.configs.select(pl.any_horizontal(pl.col("ttft_limit_s", "tpot_limit_s").is_not_null()).any()).item():
+            estimates = _at_limits(estimates)  # server/interactive scenarios: the best rate meeting the limits
         estimates = estimates.with_columns(**derived).select(*columns, "fits")
         picked = pl.coalesce([pl.when(pl.col("column") == c).then(_finite(c)) for c in columns])
         return (
             self.rows.lazy()
-            .select("config", "column")
+            .select("config", "column", "scale")
             .join(estimates.with_row_index("config"), on="config", **_LEFT)
-            .select(estimated=picked, fits=pl.col("fits"))
+            .select(estimated=picked * pl.col("scale"), fits=pl.col("fits"))
             .collect()
         )
 
@@ -172,9 +250,13 @@ def comparison_frame(
     measurements: list[Measurement], estimated: Sequence[float | None] | pl.Series, base: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """The comparison file's rows: id, metric, measured, estimated, ratio (estimated / measured),
-    the configuration, whether it fits, the engine, the source and the assumptions made."""
+    unit, the configuration (one replica's, and the number of replicas), whether it fits, the
+    engine, the source and the assumptions made. `measured` and `estimated` are in the unit the
+    row's metric names and `unit` states, as the input gives them (ttft_ms in ms, memory_gb in
+    GB); `estimated` (SI, from Evaluator.evaluate) is converted with the measured value's factor."""
     ms = list(measurements)
     est = pl.Series("estimated", list(estimated) if not isinstance(estimated, pl.Series) else estimated, pl.Float64)
+    est = est / pl.Series([m.si_factor for m in ms], dtype=pl.Float64)
     fits = (
         base["fits"] if base is not None and "fits" in base.columns else pl.Series([None] * len(ms), dtype=pl.Boolean)
     )
@@ -182,9 +264,11 @@ def comparison_frame(
         {
             "id": [m.id for m in ms],
             "metric": [m.metric for m in ms],
-            "measured": [m.measured for m in ms],
+            "measured": [m.stated for m in ms],
             "estimated": est,
+            "unit": [m.unit for m in ms],
             **_layout(ms),
+            "replicas": pl.Series([m.replicas for m in ms], dtype=pl.Int64),
             "batch": [str(m.batch) for m in ms],
             "fits": fits.cast(pl.Boolean),
             "source": [source_key(m.source) for m in ms],

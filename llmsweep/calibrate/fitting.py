@@ -242,9 +242,10 @@ def calibrate(
     group: Callable[[Measurement], str] = by_source,
 ) -> FitResult:
     ev = Evaluator.build(measurements, start, catalog)
-    before = comparison_frame(measurements, ev.estimate(start))
+    ms = ev.measurements  # as compared: rows without a tp at the layout llmsweep chose
+    before = comparison_frame(ms, ev.estimate(start))
     oos = cross_validate(ev, start, group)
-    profile = fit(ev, start, list(range(len(measurements))))
+    profile = fit(ev, start, list(range(len(ms))))
     band = bands(oos)
     profile = profile.model_copy(update={"bands": band})
-    return FitResult(profile, comparison_frame(measurements, ev.estimate(profile)), oos, before, band)
+    return FitResult(profile, comparison_frame(ms, ev.estimate(profile)), oos, before, band)

@@ -1,11 +1,29 @@
 """One measurement: what was measured (metric, value in SI units), on which configuration, and
-which estimate column it is compared with."""
+which estimate column it is compared with.
+
+Systems. A row may give more GPUs (`num_gpus`) than one replica uses (tp x pp x dp_attention): the
+rest are data-parallel replicas, r = num_gpus / (tp x pp x dp_attention), a whole number (else
+the row is not estimable). Each replica serves ceil(C / r) of the client concurrency C (exactly
+C / r when r divides C: the busiest replica's share otherwise) or lambda / r of an offered rate.
+TTFT and TPOT are per request: the replica's. Output throughput in `tok/s` is the whole system's:
+C x each user's tokens/s at the replica's concurrency (Little's law; r x the replica's throughput
+when r divides C, at `max` or at a rate); in `tok/s/gpu` it is that over num_gpus. A row with
+`num_gpus` and no `tp` is compared at the layout llmsweep picks (comparison.choose_layouts).
+
+Percentiles. `ttft_p90_ms` and `ttft_p99_ms` are compared with ttft_p90_s / ttft_p99_s;
+`ttft_median_ms`, `tpot_median_ms` and `itl_median_ms` with the means (ttft_s, tpot_s), with a
+note; the estimator has no TPOT/ITL percentile, so `tpot_p90_ms`, `tpot_p99_ms`, `itl_p90_ms` and
+`itl_p99_ms` rows are listed as not estimable. Percentile and median rows are compared, not fitted.
+
+Variable-length datasets (readers._lengths) and MLPerf-style scenarios (readers._scenario,
+comparison._at_limits) are described where they are read and estimated.
+"""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from llmsweep.grid import MAX
 
@@ -23,8 +41,31 @@ METRICS: dict[tuple[str, str], tuple[str, float]] = {
     ("itl_ms", "ms"): ("tpot_s", 1e-3),
     ("max_batch", ""): ("max_batch", 1.0),
     ("memory_gb", "GB"): ("model_weight_bytes", 2.0**30),  # the source's "GB" are GiB (see its notes)
+    ("ttft_p90_ms", "ms"): ("ttft_p90_s", 1e-3),
+    ("ttft_p99_ms", "ms"): ("ttft_p99_s", 1e-3),
+    ("ttft_median_ms", "ms"): ("ttft_s", 1e-3),
+    ("tpot_median_ms", "ms"): ("tpot_s", 1e-3),
+    ("itl_median_ms", "ms"): ("tpot_s", 1e-3),
 }
-# Metric groups for error summaries and uncertainty bands.
+MEDIAN_NOTE = "median compared with the estimated mean (the estimator gives means and TTFT p90/p99)"
+# Metrics read but not estimated: their rows are listed in unmapped.csv with the reason.
+NOT_ESTIMATED = {
+    (f"{name}_{p}_ms", "ms"): (
+        f"{name}_{p}_ms: the estimator gives the mean time per output token only, no percentile of it "
+        f"(compare {name}_ms or {name}_median_ms)"
+    )
+    for name in ("tpot", "itl")
+    for p in ("p90", "p99")
+}
+_PERCENTILE = re.compile(r"(ttft|tpot|itl)_(p\d+(?:\.\d+)?|median|mean|avg|average)_ms")
+# Metrics whose values are times (an estimate above the measurement is pessimistic, not optimistic).
+TIME_METRICS = frozenset(m for (m, unit) in METRICS if unit == "ms")
+# Compared columns that are totals of the whole system (times its replicas); per-GPU throughput is
+# the system's over its GPUs. Everything else is per request, per sequence or per replica.
+SYSTEM_COLUMNS = ("output_tokens_per_s", "max_batch")
+PER_GPU_COLUMNS = ("output_tokens_per_s_per_gpu",)
+# Metric groups for error summaries, uncertainty bands and fitting (percentiles and medians are
+# compared only: the fit uses the means the model is built on).
 GROUPS = {
     "decode_tok_s_per_seq": "decode",
     "tpot_ms": "decode",
@@ -53,9 +94,38 @@ REQUIRED = (
     "value",
     "unit",
 )
-# Optional: `request_rate` (requests/s; blank = closed loop at `batch` concurrency) and the layout
-# columns of measured-load-dev.csv (attention data parallel, expert parallel, MoE tensor parallel).
-KNOWN = (*REQUIRED, "num_gpus", "params_b", "framework", "notes", "request_rate", "dp_attention", "ep", "moe_tp")
+# Optional: `request_rate` (requests/s; blank = closed loop at `batch` concurrency), the layout
+# columns of measured-load-dev.csv (attention data parallel, expert parallel, MoE tensor parallel),
+# `num_gpus` (the system's GPUs: data-parallel replicas beyond one), and measured-serving-dev.csv's
+# `mode` and `speculative` (rows in a serving mode the estimator does not model are listed, not
+# compared) with its per-pool layout columns (read with `mode`, not used).
+POOL_COLUMNS = tuple(
+    f"{pool}_{k}"
+    for pool in ("prefill", "decode")
+    for k in ("workers", "tp", "pp", "dp_attention", "ep", "moe_tp", "batch")
+)
+KNOWN = (
+    *REQUIRED,
+    "num_gpus",
+    "params_b",
+    "framework",
+    "notes",
+    "request_rate",
+    "dp_attention",
+    "ep",
+    "moe_tp",
+    "mode",
+    "speculative",
+    *POOL_COLUMNS,
+    "scenario",
+    "ttft_limit_ms",
+    "tpot_limit_ms",
+)
+# MLPerf-style scenarios: offline = every query at once (the closed loop at the largest batch, or at a
+# stated batch); server and interactive = the largest Poisson rate whose p99 TTFT and TPOT meet
+# `ttft_limit_ms` / `tpot_limit_ms` (comparison.py, _at_limits).
+SCENARIOS = ("offline", "server", "interactive")
+LIMITED = ("server", "interactive")
 
 
 @dataclass(frozen=True)
@@ -66,20 +136,29 @@ class Measurement:
     model: str
     precision: str
     kv_precision: str
-    tp: int
+    tp: int  # one replica's
     pp: int
-    batch: int | str
+    batch: int | str  # the system's client concurrency, as stated (`max`: not stated)
     input_tokens: int
     output_tokens: int
     metric: str
-    column: str
+    column: str  # "" for a metric read but not estimated (NOT_ESTIMATED)
     measured: float  # SI units
     assumptions: str
     engine: str = "generic"  # an engine id (catalog/engines.py), from the `framework` text
-    request_rate: float | None = None  # requests/s offered (open loop); None or inf = closed loop at `batch`
+    request_rate: float | None = None  # requests/s offered to the system (open loop); None or inf = closed loop
     dp_attention: int = 1  # attention data-parallel replicas
     ep: int = 1  # expert parallel
     moe_tp: int = 1  # tensor parallel of the MoE experts
+    unit: str = ""  # the measured value's unit as the file gives it (comparison.csv writes values in it)
+    value: float | None = None  # the measured value in `unit`, as read (None: measured / si_factor)
+    num_gpus: int | None = None  # GPUs of the measured system (None: one replica's)
+    layout_chosen: bool = False  # num_gpus without tp: llmsweep picks tp (comparison.choose_layouts)
+    mode: str = ""  # serving mode as stated (agg, disagg; "" = not stated, aggregated)
+    speculative: str = ""  # speculative decoding as stated ("" = none)
+    scenario: str = ""  # MLPerf-style scenario (SCENARIOS; "" = none)
+    ttft_limit_s: float | None = None  # server/interactive: the p99 TTFT limit
+    tpot_limit_s: float | None = None  # server/interactive: the p99 TPOT limit (checked on the mean TPOT)
 
     @property
     def open_loop(self) -> bool:
@@ -91,19 +170,133 @@ class Measurement:
         """Rows that can inform speed parameters: a stated batch, a speed metric."""
         return self.batch != MAX and GROUPS.get(self.metric) in ("decode", "prefill", "throughput")
 
+    @property
+    def replica_gpus(self) -> int:
+        return self.tp * self.pp * self.dp_attention
+
+    @property
+    def replicas(self) -> int:
+        """r = num_gpus / (tp x pp x dp_attention): data-parallel replicas of the system (1 when
+        num_gpus is not stated). Whole by construction: not_estimable lists the other rows."""
+        return max(self.num_gpus // self.replica_gpus, 1) if self.num_gpus else 1
+
+    @property
+    def replica_batch(self) -> int | str:
+        """One replica's concurrency: ceil(C / r) (C / r when r divides C); `max` stays `max`."""
+        return self.batch if self.batch == MAX else -(-int(self.batch) // self.replicas)
+
+    @property
+    def replica_rate(self) -> float | None:
+        """One replica's offered rate: lambda / r (open loop; otherwise as stated)."""
+        return self.request_rate / self.replicas if self.open_loop else self.request_rate  # type: ignore[operator]
+
+    @property
+    def scale(self) -> float:
+        """Factor from the replica's estimate to the measured system's: for throughput in tok/s,
+        C / ceil(C / r) (each of the C users at the replica's per-user rate; = r when r divides C)
+        or r (at `max` or an offered rate); per GPU that over r; max_batch x r; else 1."""
+        r = self.replicas
+        if r == 1 or self.column not in (*SYSTEM_COLUMNS, *PER_GPU_COLUMNS):
+            return 1.0
+        closed = self.batch != MAX and not self.open_loop and self.column != "max_batch"
+        system = int(self.batch) / int(self.replica_batch) if closed else float(r)
+        return system / r if self.column in PER_GPU_COLUMNS else system
+
+    @property
+    def si_factor(self) -> float:
+        """From the measured unit to SI: measured = value x si_factor (a unit not given: the metric's)."""
+        if (self.metric, self.unit) in METRICS:
+            return METRICS[(self.metric, self.unit)][1]
+        return next((f for (name, _), (_, f) in METRICS.items() if name == self.metric), 1.0)
+
+    @property
+    def stated(self) -> float:
+        """The measured value in its unit (`unit`), as the file gives it."""
+        return self.value if self.value is not None else self.measured / self.si_factor
+
 
 LAYOUT_INCONSISTENT = (
     "layout: moe_tp x ep must equal tp x dp_attention (the experts of a stage span its tp x dp_attention GPUs)"
 )
 
 
+def metric_problem(metric: str, unit: str) -> str:
+    """Why (metric, unit) is not one llmsweep reads, in one sentence that says what it does read."""
+    m = _PERCENTILE.fullmatch(metric)
+    if m and unit == "ms":
+        name = m.group(1)
+        if name == "ttft":
+            return (
+                f"metric {metric!r}: TTFT percentiles are estimated at p90 and p99 (ttft_p90_ms, ttft_p99_ms); "
+                "write a median as ttft_median_ms and a mean as ttft_ms"
+            )
+        return (
+            f"metric {metric!r}: the estimator gives the mean {name.upper()} only "
+            f"(write {name}_ms, or {name}_median_ms for a median)"
+        )
+    return f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates"
+
+
+def tp_candidates(m: Measurement) -> list[int]:
+    """The tensor-parallel sizes llmsweep tries for a row that gives num_gpus but no tp, smallest
+    first (a tie keeps the smaller): the divisors of num_gpus / (pp x dp_attention) (and with
+    expert parallelism, those with moe_tp x ep = tp x dp_attention)."""
+    n = (m.num_gpus or 1) // (m.pp * m.dp_attention)
+    small = [t for t in range(1, math.isqrt(n) + 1) if n % t == 0]
+    tps = sorted({*small, *(n // t for t in small)})
+    return [t for t in tps if m.ep == 1 or m.moe_tp * m.ep == t * m.dp_attention]
+
+
 def not_estimable(m: Measurement) -> str | None:
     """Why the estimator cannot represent `m`, or None: the one place each gap is checked.
     (Layouts the estimator can describe but that cannot run, such as more GPUs than one server,
     are estimated and keep the estimator's reason.)"""
-    if m.ep > 1 and m.moe_tp * m.ep != m.tp * m.dp_attention:
+    if not m.column:
+        return NOT_ESTIMATED.get((m.metric, m.unit), f"metric {m.metric!r} is not estimated")
+    if m.mode.lower() not in ("", "agg", "aggregated"):
+        return f"mode {m.mode!r}: only aggregated serving (prefill and decode on the same GPUs) is estimated"
+    if m.speculative.lower() not in ("", "none", "no", "off"):
+        return f"speculative {m.speculative!r}: speculative decoding is not estimated"
+    per_replica = m.pp * m.dp_attention * (1 if m.layout_chosen else m.tp)
+    if m.num_gpus is not None and m.num_gpus % per_replica:
+        layout = "pp x dp_attention" if m.layout_chosen else "tp x pp x dp_attention"
+        return (
+            f"num_gpus {m.num_gpus} is not a whole number of replicas of {layout} = {per_replica} GPUs "
+            f"({m.num_gpus} / {per_replica} = {m.num_gpus / per_replica:g})"
+        )
+    if m.ep > 1 and m.moe_tp * m.ep != m.tp * m.dp_attention and not (m.layout_chosen and tp_candidates(m)):
         return LAYOUT_INCONSISTENT
     return None
+
+
+def _layout_text(m: Measurement) -> str:
+    parts = [f"tp {m.tp}"] + [f"pp {m.pp}"] * (m.pp > 1) + [f"dp_attention {m.dp_attention}"] * (m.dp_attention > 1)
+    return " x ".join(parts)
+
+
+def noting_replicas(m: Measurement) -> Measurement:
+    """`m` with the assumptions its system adds: the layout llmsweep chose (when it did), the
+    replicas and each one's share of the traffic; unchanged for a single replica as stated."""
+    r = m.replicas
+    notes = []
+    if m.layout_chosen:
+        replicas = f"{r} replica" + "s" * (r > 1)
+        notes.append(f"layout chosen by llmsweep: {_layout_text(m)} x {replicas} for {m.num_gpus} GPUs")
+    elif r > 1:
+        notes.append(f"{m.num_gpus} GPUs = {r} replicas of {_layout_text(m)}")
+    if r > 1 and m.open_loop:
+        notes.append(f"request rate {m.request_rate:g}/s: {m.replica_rate:g}/s per replica")
+    elif r > 1 and m.batch != MAX:
+        c, share = int(m.batch), int(m.replica_batch)
+        if c % r == 0:
+            notes.append(f"concurrency {c}: {share} per replica")
+        else:
+            notes.append(
+                f"concurrency {c}: {share} per replica (ceil of {c} / {r}; throughput = {c} x the per-user rate there)"
+            )
+    if not notes:
+        return m
+    return replace(m, assumptions="; ".join(n for n in (*notes, m.assumptions) if n))
 
 
 @dataclass

@@ -14,12 +14,18 @@ from pathlib import Path
 from llmsweep.calibrate.measurement import (
     ASSUMED_TOKENS,
     KNOWN,
+    LIMITED,
+    MEDIAN_NOTE,
     METRICS,
+    NOT_ESTIMATED,
     PLACEHOLDER_GPU,
     REQUIRED,
+    SCENARIOS,
     Measurement,
     ReadResult,
+    metric_problem,
     not_estimable,
+    noting_replicas,
 )
 from llmsweep.catalog import Catalog, load_catalog
 from llmsweep.catalog.engines import engine_from_framework
@@ -118,12 +124,100 @@ class _Names:
         return rid  # type: ignore[return-value]
 
 
+# Variable-length datasets, as a row's notes describe them. InferenceX (measured-serving-dev.csv):
+# "random-range-ratio 0.8 so ISL/OSL are uniform in [0.8L, L] around nominal 1024/1024".
+_UNIFORM = re.compile(r"uniform in \[\s*([0-9]*\.?[0-9]+)\s*L\s*,\s*L\s*\]", re.I)
+_MEANS = re.compile(
+    r"\blengths? (?:are|is) (?:the )?(?:means?|averages?)\b|\bmean (?:input |output |prompt |sequence )?lengths?\b",
+    re.I,
+)
+
+
+def _length(row: dict, key: str, means: bool) -> int:
+    """A length in tokens; a mean (the row says its lengths are means) may be fractional and is
+    rounded to the nearest whole token."""
+    if not means:
+        return _int(row, key, ASSUMED_TOKENS)
+    value = _float(_text(row, key), key)
+    if not math.isfinite(value) or not 0 <= value <= MAX_TOKENS:
+        raise RowError(f"{key} {_text(row, key)!r} must be between 0 and {MAX_TOKENS:,}")
+    return math.floor(value + 0.5)
+
+
+def _lengths(row: dict, notes: list[str]) -> list[int]:
+    """(input, output) tokens to compare at. Blank = ASSUMED_TOKENS. Where the row's notes say the
+    lengths are a dataset's means, they are taken as stated (fractions rounded); where they say the
+    lengths are uniform in [x L, L] around a nominal L (InferenceX's random dataset), both lengths
+    are compared at the mean (1 + x) / 2 x L (0.9 L for x = 0.8). The estimator serves identical
+    requests at those lengths: the spread of the dataset is not modelled."""
+    text = _text(row, "notes")
+    uniform, means = _UNIFORM.search(text), bool(_MEANS.search(text))
+    lengths = []
+    for key in ("input_len", "output_len"):
+        if not _text(row, key):
+            notes.append(f"{key} not stated: {ASSUMED_TOKENS} assumed")
+            lengths.append(ASSUMED_TOKENS)
+        else:
+            lengths.append(_length(row, key, means))
+    if uniform:
+        x = float(uniform.group(1))
+        if not 0 < x <= 1:
+            raise RowError(f"notes: {uniform.group(0)!r} is not an interval below the nominal length L")
+        stated = [bool(_text(row, k)) for k in ("input_len", "output_len")]
+        nominal = list(lengths)
+        lengths = [math.floor(n * (1 + x) / 2 + 0.5) if s else n for n, s in zip(nominal, stated, strict=True)]
+        notes.append(
+            f"lengths uniform in [{x:g} L, L] (notes): compared at their means {lengths[0]} / {lengths[1]} tokens "
+            f"({(1 + x) / 2:g} x the nominal {nominal[0]} / {nominal[1]})"
+        )
+    elif means:
+        notes.append("lengths are a dataset's means (notes): compared as identical requests of those lengths")
+    return lengths
+
+
+def _limit(row: dict, key: str) -> float | None:
+    """A latency limit in ms, as seconds; blank = none."""
+    return _number(row, key) * 1e-3 if _text(row, key) else None
+
+
+def _scenario(row: dict, metric: str, batch: int | str, notes: list[str]) -> tuple[str, float | None, float | None]:
+    """(scenario, p99 TTFT limit s, p99 TPOT limit s) of an MLPerf-style row; ("", None, None) without one."""
+    scenario = _text(row, "scenario").lower()
+    ttft, tpot = _limit(row, "ttft_limit_ms"), _limit(row, "tpot_limit_ms")
+    if scenario and scenario not in SCENARIOS:
+        raise RowError(f"scenario {_text(row, 'scenario')!r} must be one of {', '.join(SCENARIOS)}")
+    if scenario not in LIMITED:
+        if ttft is not None or tpot is not None:
+            raise RowError("ttft_limit_ms / tpot_limit_ms apply to the server and interactive scenarios only")
+        if scenario == "offline" and batch == MAX:
+            notes.remove("batch not stated: the largest that fits")
+            notes.append("scenario offline: every query at once (the largest batch that fits)")
+        return scenario, None, None
+    if metric != "output_throughput_tok_s":
+        raise RowError(f"scenario {scenario!r} measures output_throughput_tok_s, not {metric}")
+    if ttft is None and tpot is None:
+        raise RowError(f"scenario {scenario!r} needs ttft_limit_ms or tpot_limit_ms (the p99 latency limits)")
+    if batch != MAX or _text(row, "request_rate"):
+        raise RowError(f"scenario {scenario!r}: the rate is what the row measures; leave batch and request_rate blank")
+    limits = []
+    if ttft is not None:
+        limits.append(f"p99 TTFT <= {ttft * 1e3:g} ms")
+    if tpot is not None:
+        limits.append(f"mean TPOT <= {tpot * 1e3:g} ms (no TPOT percentile is estimated)")
+    notes.remove("batch not stated: the largest that fits")
+    notes.append(f"scenario {scenario}: the largest request rate whose {' and '.join(limits)}")
+    return scenario, ttft, tpot
+
+
 def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     metric, unit = _text(row, "metric"), _text(row, "unit")
-    if (metric, unit) not in METRICS:
-        raise RowError(f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates")
-    column, scale = METRICS[(metric, unit)]
-    notes = []
+    if (metric, unit) in METRICS:
+        column, scale = METRICS[(metric, unit)]
+    elif (metric, unit) in NOT_ESTIMATED:
+        column, scale = "", 1e-3  # read, then listed by not_estimable with the reason
+    else:
+        raise RowError(metric_problem(metric, unit))
+    notes = [MEDIAN_NOTE] if "_median_" in metric else []
     gpu = _text(row, "gpu")
     if gpu in ("", "n/a") and column == "model_weight_bytes":
         gpu = PLACEHOLDER_GPU
@@ -141,16 +235,15 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     batch: int | str = _int(row, "batch", minimum=1, maximum=MAX_BATCH) if _text(row, "batch") else MAX
     if batch == MAX:
         notes.append("batch not stated: the largest that fits")
-    lengths = []
-    for key in ("input_len", "output_len"):
-        if not _text(row, key):
-            notes.append(f"{key} not stated: {ASSUMED_TOKENS} assumed")
-        lengths.append(_int(row, key, ASSUMED_TOKENS))
+    lengths = _lengths(row, notes)
     if lengths == [0, 0]:
         raise RowError("input_len and output_len are both 0")
-    measured = _number(row, "value") * scale
+    value = _number(row, "value")
+    measured = value * scale
     if not math.isfinite(measured):
         raise RowError(f"value {_text(row, 'value')!r} is too large")
+    num_gpus = _int(row, "num_gpus", minimum=1, maximum=MAX_GPUS) if _text(row, "num_gpus") else None
+    scenario, ttft_limit, tpot_limit = _scenario(row, metric, batch, notes)
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
@@ -173,11 +266,20 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         # 0 = not used (dense models in some sources): the same as 1
         ep=max(_int(row, "ep", 1, minimum=0, maximum=MAX_GPUS), 1),
         moe_tp=max(_int(row, "moe_tp", 1, minimum=0, maximum=MAX_GPUS), 1),
+        unit=unit,
+        value=value,
+        num_gpus=num_gpus,
+        layout_chosen=num_gpus is not None and not _text(row, "tp"),
+        mode=_text(row, "mode"),
+        speculative=_text(row, "speculative"),
+        scenario=scenario,
+        ttft_limit_s=ttft_limit,
+        tpot_limit_s=tpot_limit,
     )
     reason = not_estimable(m)
     if reason:
         raise RowError(reason)
-    return m
+    return m if m.layout_chosen else noting_replicas(m)
 
 
 # A row is a dict of fields, or the text of the problem that kept a record from becoming one.
@@ -270,13 +372,16 @@ def _mean_tokens(data: dict, key: str, completed: int) -> int:
 
 
 def _vllm_rows(data: dict, defaults: dict, name: str) -> list[Row]:
-    """vLLM `benchmark_serving.py --save-result` JSON: one run; its mean TTFT/TPOT and output
-    throughput at the run's concurrency (`max_concurrency`; else --batch; else the largest batch
-    that fits) and its `request_rate`. The GPU is not in the file: --gpu gives it."""
+    """vLLM `benchmark_serving.py --save-result` JSON: one run; its mean TTFT/TPOT, its TTFT p90 and
+    p99 where the run recorded them, and output throughput at the run's concurrency
+    (`max_concurrency`; else --batch; else the largest batch that fits) and its `request_rate`.
+    The GPU is not in the file: --gpu gives it."""
     metrics = [
         (key, metric, unit)
         for key, metric, unit in (
             ("mean_ttft_ms", "ttft_ms", "ms"),
+            ("p90_ttft_ms", "ttft_p90_ms", "ms"),  # with --metric-percentiles 90,99
+            ("p99_ttft_ms", "ttft_p99_ms", "ms"),
             ("mean_tpot_ms", "tpot_ms", "ms"),
             ("output_throughput", "output_throughput_tok_s", "tok/s"),
         )
