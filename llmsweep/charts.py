@@ -71,9 +71,20 @@ def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> a
     return chart.properties(**size).facet(row=alt.Row("model:N", title=None)).resolve_scale(y="independent")
 
 
+LAYOUT = ("tp", "pp", "ep", "dp_attention")
+
+
+def layout_text() -> pl.Expr:
+    """A layout as the reports write it (report.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16."""
+    parts = [pl.format("tp{}", "tp")]
+    for col, name in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp")):
+        parts.append(pl.when(pl.col(col) > 1).then(pl.format(" " + name + "{}", col)).otherwise(pl.lit("")))
+    return pl.concat_str(parts)
+
+
 def _layout_label(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
-        option=pl.format("{} · {} · tp{} pp{}", "gpu", "precision", "tp", "pp"),
+        option=pl.concat_str([pl.col("gpu"), pl.col("precision"), layout_text()], separator=" · ")
     )
 
 
@@ -122,9 +133,7 @@ def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
 def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
     rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"]).filter(pl.col("fits"))
     rows = (
-        rows.select(
-            "model", "gpu", "precision", "tp", "pp", "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq"
-        )
+        rows.select("model", "gpu", "precision", *LAYOUT, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq")
         .unique(maintain_order=True)
         .collect()
     )
@@ -181,7 +190,7 @@ def ttft_data(frame: pl.LazyFrame) -> pl.DataFrame:
     rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min())
     rows = _smallest_layout(rows, ["model", "gpu", "precision"]).filter(pl.col("fits"))
     rows = (
-        rows.group_by(["model", "gpu", "precision", "tp", "pp", "input_tokens"])
+        rows.group_by(["model", "gpu", "precision", *LAYOUT, "input_tokens"])
         .agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms"))
         .collect()
     )
@@ -306,16 +315,16 @@ def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
         best = (
             rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu", "offer"], maintain_order=True).first()
         )
-        best = best.select("model", "gpu", "offer", "precision", "tp", "pp", "batch", "usd_per_million_output_tokens")
+        best = best.select("model", "gpu", "offer", "precision", *LAYOUT, "batch", "usd_per_million_output_tokens")
         return best.with_columns(
-            option=pl.format("{} · {} · {} · tp{} pp{}", "gpu", "offer", "precision", "tp", "pp")
+            option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · ")
         ).sort(["model", "usd_per_million_output_tokens"])
     if "usd_per_million_output_tokens" not in frame.collect_schema().names():
         return pl.DataFrame()
     rows = _strings(frame).filter(pl.col("fits") & pl.col("usd_per_million_output_tokens").is_not_null())
     best = rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu"], maintain_order=True).first()
     return _layout_label(
-        best.select("model", "gpu", "precision", "tp", "pp", "batch", "usd_per_million_output_tokens").collect()
+        best.select("model", "gpu", "precision", *LAYOUT, "batch", "usd_per_million_output_tokens").collect()
     ).sort(["model", "usd_per_million_output_tokens"])
 
 
@@ -346,8 +355,7 @@ def frontier_data(frame: pl.LazyFrame) -> pl.DataFrame:
             "model",
             "gpu",
             "precision",
-            "tp",
-            "pp",
+            *LAYOUT,
             "batch",
             pl.col("decode_tokens_per_s_per_seq").alias("per_user"),
             pl.col("output_tokens_per_s_per_gpu").alias("per_gpu"),

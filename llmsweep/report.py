@@ -150,7 +150,7 @@ def f_json_script(value) -> str:
     return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-LINK_NAMES = {"scale-up": "NVLink / Infinity Fabric", "pcie": "PCIe", "scale-out": "the network"}
+LINK_NAMES = {"scale-up": "NVLink/IF", "pcie": "PCIe", "scale-out": "network"}
 
 
 def f_layout(o: dict) -> str:
@@ -165,17 +165,17 @@ def f_layout(o: dict) -> str:
 
 
 def f_links(o: dict) -> str:
-    """How many servers a replica spans and which link each collective uses, when it is more than
-    NVLink inside one server ('' otherwise): '2 servers per replica; tp over NVLink / Infinity
-    Fabric, pp over the network'."""
+    """How many servers a replica spans and which link each collective uses (NVLink / Infinity
+    Fabric, PCIe, the network), when it is more than NVLink inside one server ('' otherwise):
+    '2 servers per replica · tp NVLink/IF · pp network'."""
     used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "ep"), ("pp_link", "pp"))}
     used = {name: kind for name, kind in used.items() if kind in LINK_NAMES}
     servers = o.get("servers_per_replica") or 1
     if servers <= 1 and all(kind == "scale-up" for kind in used.values()):
         return ""
-    links = ", ".join(f"{name} over {LINK_NAMES[kind]}" for name, kind in used.items())
-    spans = f"{servers} servers per replica" if servers > 1 else ""
-    return "; ".join(p for p in (spans, links) if p)
+    links = [f"{name} {LINK_NAMES[kind]}" for name, kind in used.items()]
+    spans = [f"{servers} servers per replica"] if servers > 1 else []
+    return " · ".join(spans + links)
 
 
 FILTERS = {

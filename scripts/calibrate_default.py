@@ -110,7 +110,19 @@ def main() -> None:
         header + yaml.safe_dump({"profiles": {"default": rounded_profile(doc)}}, sort_keys=False, width=110)
     )
     residuals = result.before.select(
-        "id", "metric", "source", "engine", "gpu", "model", "precision", "tp", "ep", "dp_attention", "batch", "measured"
+        "id",
+        "metric",
+        "unit",
+        "source",
+        "engine",
+        "gpu",
+        "model",
+        "precision",
+        "tp",
+        "ep",
+        "dp_attention",
+        "batch",
+        "measured",
     ).with_columns(
         ideal=ideal["estimated"],
         default_in_sample=result.in_sample["estimated"],

@@ -176,7 +176,7 @@ def test_memory_chart_data(frame):
     # Llama-3.1-70B bf16 on H100 needs tp 2: 70,553,706,496 x 2 bytes / 2 GPUs = 65.71 GiB of weights
     row = data.filter(
         (pl.col("model") == "meta-llama/Llama-3.1-70B")
-        & (pl.col("option") == "h100-sxm · bf16 · tp2 pp1")
+        & (pl.col("option") == "h100-sxm · bf16 · tp2")
         & (pl.col("component") == "weights")
     )
     assert row["gib"].item() == pytest.approx(70_553_706_496 * 2 / 2 / GIB)
@@ -188,7 +188,7 @@ def test_decode_chart_data(frame):
     data = charts.decode_data(frame)
     row = data.filter(
         (pl.col("model") == "meta-llama/Llama-3.1-8B")
-        & (pl.col("option") == "h100-sxm · bf16 · tp1 pp1")
+        & (pl.col("option") == "h100-sxm · bf16 · tp1")
         & (pl.col("batch") == 16)
         & (pl.col("measure") == "replica (under load)")
     )
