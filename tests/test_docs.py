@@ -45,9 +45,26 @@ def test_column_refs_refuse_undeclared_names():
         _ = c.tokens_per_second
 
 
-def test_quickstart_has_exactly_two_commands():
+QUICKSTART = (
+    "python3 -m venv .venv && . .venv/bin/activate && pip install . && llmsweep run sweeps/example.yaml",
+    ". .venv/bin/activate && pip install '.[test]' && python -m pytest",
+)
+
+
+def quickstart_commands() -> list[str]:
     quick = README.split("## Quickstart")[1].split("\n## ")[0]
     block = re.search(r"```bash\n(.*?)```", quick, re.S).group(1)
-    commands = [line for line in block.splitlines() if line.strip()]
-    assert len(commands) == 2
-    assert commands[1] == "python3 -m pip install '.[test]' && python3 -m pytest"
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_quickstart_has_exactly_two_commands_that_use_a_virtual_environment():
+    # Debian/Ubuntu's system Python refuses `pip install` outside a venv (PEP 668): both commands use .venv
+    assert quickstart_commands() == list(QUICKSTART)
+    quick = README.split("## Quickstart")[1].split("\n## ")[0]
+    assert "python3-venv" in quick and "externally-managed-environment" in quick
+
+
+def test_ci_runs_the_quickstart_verbatim():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    for command in quickstart_commands():
+        assert command in ci, command  # a line of its own, word for word
