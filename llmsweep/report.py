@@ -22,6 +22,7 @@ from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.finance import RENT_24_7, option_rows
 from llmsweep.plan import FALLBACK_RANK, break_even
+from llmsweep.vega import vega_bundle
 
 TABLE_ROWS = 200  # configurations listed in the report's table (the CSV has them all)
 LOW_BIT_CAVEAT = (
@@ -492,30 +493,6 @@ def _render(template: str, context: dict, template_dir_override, html: bool) -> 
     except Exception as e:  # raised inside a template: 1 / 0, a filter given the wrong thing ...
         where = _template_line(e, str(Path(folder) / template))
         raise LlmsweepError(f"{where}: the template raised {type(e).__name__}: {e}") from e
-
-
-def vega_bundle() -> str:
-    """vega + vega-lite + vega-embed as one script, from vl-convert-python. Building it takes a few
-    seconds, so it is cached per vl-convert version under ~/.cache/llmsweep (or $XDG_CACHE_HOME)."""
-    import os
-
-    import vl_convert as vlc
-
-    from llmsweep.export import write_text_atomic
-
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llmsweep"
-    path = root / f"vega-bundle-{getattr(vlc, '__version__', 'unknown')}-{vlc.get_vega_embed_version()}.js"
-    try:
-        return path.read_text("utf-8")
-    except OSError:
-        pass
-    bundle = vlc.javascript_bundle()
-    try:  # written whole or not at all; a read-only home just means no cache
-        root.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, bundle)
-    except OSError:
-        pass
-    return bundle
 
 
 def render_html(context: dict, charts: list, template_dir_override=None) -> str:
