@@ -709,7 +709,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "USD/M tokens",
             "Fleet USD per million output tokens",
-            "The fleet's monthly cost over the tokens it actually serves at average load (idle headroom included).",
+            "With a workload: tco_usd over the output tokens the fleet serves at average load in horizon_years "
+            "(whole servers and racks, headroom, redundancy and idle time included); ranks as tco_usd does.",
         ),
         (
             "tco_usd",
@@ -717,6 +718,29 @@ COLUMNS: tuple[Column, ...] = tuple(
             "USD",
             "TCO",
             "Cash over the sweep's horizon_years (default 3): capex + horizon x opex per year.",
+        ),
+        (
+            "tco_usd_per_month",
+            F,
+            "USD",
+            "USD per month",
+            "tco_usd / (12 x horizon_years): the fleet's average cash per month over the horizon (what the "
+            "reports show as USD per month; orders options as tco_usd does).",
+        ),
+        (
+            "output_tokens_per_s_per_kw",
+            F,
+            "tokens/s/kW",
+            "Tokens/s per kW",
+            "Output tokens/s the fleet delivers at the operating point (replicas x output_tokens_per_s) per kW "
+            "of IT power drawn there (fleet_kw x power_utilization, before PUE).",
+        ),
+        (
+            "kwh_per_million_output_tokens",
+            F,
+            "kWh/M tokens",
+            "kWh per million output tokens",
+            "IT energy per million output tokens at the operating point: 10^6 / (3600 x output_tokens_per_s_per_kw).",
         ),
         # Uncertainty bands: the middle 80 % of the profile's cross-validated errors (docs/fidelity.md);
         # null for a profile without bands (ideal).
@@ -847,7 +871,8 @@ NUMERIC: tuple[str, ...] = tuple(
 def higher_is_better(name: str) -> bool:
     """Ranking direction: throughput and batch capacity up; time, bytes, GPUs and money down."""
     col = BY_NAME.get(name)
-    return col is not None and col.unit in ("tokens/s", "sequences", "FLOP/byte", "tokens/J", "requests/s")
+    up = ("tokens/s", "sequences", "FLOP/byte", "tokens/J", "requests/s", "tokens/s/kW")
+    return col is not None and col.unit in up
 
 
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
@@ -906,6 +931,11 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "prefill_fraction",
     "load_note",
     "memory_per_gpu_bytes",
+    "weight_bytes",
+    "kv_cache_bytes",
+    "activation_bytes",
+    "overhead_bytes",
+    "usable_memory_bytes",
     "max_batch",
     "bound",
     "decode_weight_fraction",
@@ -947,7 +977,13 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "fleet_usd_per_month",
     "fleet_usd_per_million_output_tokens",
     "tco_usd",
+    "tco_usd_per_month",
     "horizon_years",
+    "output_tokens_per_s_per_kw",
+    "kwh_per_million_output_tokens",
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "step_overhead_s",
     "tokens_per_joule",
     "peak_requests_per_s",
     "headroom",
@@ -1007,7 +1043,7 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Offer", "offer", "", description="Price offer (rent, rent-<term>, buy-<years>y, example, name)."),
     OptionColumn("Price source", "price_source", "", description="Where the price comes from."),
     OptionColumn("Weights", "precision", "", description="Weight format of the best layout."),
-    OptionColumn("KV cache", "kv_precision", "", description="KV-cache format of the best layout."),
+    OptionColumn("KV cache", "kv_format", "", description="KV-cache format in force (`auto` resolved)."),
     OptionColumn("TP", "tp", "GPUs", description="Tensor-parallel size."),
     OptionColumn("PP", "pp", "GPUs", description="Pipeline-parallel size."),
     OptionColumn("EP", "ep", "GPUs", description="Expert-parallel size (MoE)."),
@@ -1017,7 +1053,7 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("EP link", "expert_link", "", description="Slowest link of the expert all-to-all."),
     OptionColumn("PP link", "pp_link", "", description="Slowest link a pipeline stage boundary crosses."),
     OptionColumn("Batch", "batch", "sequences", description="Concurrent sequences per replica."),
-    OptionColumn("Rank", "rank", "", description="Rank among the model's options that meet the targets."),
+    OptionColumn("Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."),
     OptionColumn("Meets targets", "meets_targets", "", description="yes, or no."),
     OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
     OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),
@@ -1026,19 +1062,31 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Power (kW)", "fleet_kw", "kW", description="IT power at full load, before PUE."),
     OptionColumn("Capex (USD)", "capex_usd", "USD", description="Paid up front: GPUs + servers + network."),
     OptionColumn("Opex (USD per year)", "opex_usd_per_year", "USD", description="Power + hosting, or rent."),
-    OptionColumn("Cost (USD per month)", "fleet_usd_per_month", "USD", description="Amortised monthly cost."),
+    OptionColumn(
+        "Cost (USD per month)", "usd_per_month", "USD", description="TCO / (12 x horizon): cash per month over it."
+    ),
     OptionColumn("TCO (USD)", "tco_usd", "USD", description="Capex + horizon x opex (see Horizon)."),
-    OptionColumn("Horizon (years)", "horizon_years", "years", description="Years the TCO covers."),
+    OptionColumn("Horizon (years)", "horizon_years", "years", description="Years the TCO covers (empty unpriced)."),
     OptionColumn(
         "USD per M output tokens",
-        "usd_per_million_output_tokens",
+        "usd_per_million",
         "USD/M tokens",
-        description="All-in cost per million output tokens, a replica fully loaded.",
+        description="With a workload the fleet's TCO over the tokens it serves; else a replica fully loaded.",
     ),
-    OptionColumn("USD per M (low)", "usd_per_million_output_tokens_low", "USD/M tokens", description="80 % band."),
-    OptionColumn("USD per M (high)", "usd_per_million_output_tokens_high", "USD/M tokens", description="80 % band."),
+    OptionColumn("USD per M (low)", "usd_per_million_low", "USD/M tokens", description="80 % band (one replica)."),
+    OptionColumn("USD per M (high)", "usd_per_million_high", "USD/M tokens", description="80 % band (one replica)."),
+    OptionColumn(
+        "kWh per M output tokens",
+        "kwh_per_million_output_tokens",
+        "kWh/M tokens",
+        description="IT energy per million output tokens at the operating point.",
+    ),
+    OptionColumn(
+        "Tokens/s per kW", "output_tokens_per_s_per_kw", "tokens/s/kW", description="Output tokens/s per kW drawn."
+    ),
     OptionColumn("Tokens/s per user", "decode_tokens_per_s_per_seq", "tokens/s", description="What one user sees."),
-    OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Time to first token."),
+    OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Mean time to first token."),
+    OptionColumn("TTFT p90 (ms)", "ttft_p90_s", "ms", 1e3, description="90th percentile of TTFT."),
     OptionColumn("USD per GPU-hour", "usd_per_gpu_hour", "USD/h", description="Amortised price per GPU-hour."),
 )
 

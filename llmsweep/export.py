@@ -43,6 +43,8 @@ _XLSX_FORMATS = {
     "years": "0.##",
     "requests/s": "#,##0.00",
     "tokens/J": "#,##0.00",
+    "tokens/s/kW": "#,##0.0",
+    "kWh/M tokens": "#,##0.000",
 }
 
 

@@ -234,8 +234,10 @@ def offer_table(offers: dict[str, tuple[Offer, ...]], every: bool = True, compon
 
 # -- a fleet's cost ----------------------------------------------------------------------------------------------
 def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg_requests_per_s) -> pl.LazyFrame:
-    """Servers, racks, kW, capex, opex, monthly cost and TCO of the fleet: `gpus_needed` GPUs, or one
-    replica (`gpus`) without a workload. Nothing for rows that cannot run."""
+    """Servers, racks, kW, capex, opex, monthly cost, TCO and energy of the fleet: `gpus_needed` GPUs,
+    or one replica (`gpus`) without a workload. Whole servers and racks: a fleet of 4 GPUs on an
+    8-GPU platform pays for one whole server (and its rack), whatever a GPU-hour's share of it is.
+    Nothing for rows that cannot run; no horizon where there is no price."""
     fleet = pl.coalesce(c.gpus_needed, c.gpus)
     bought = pl.col("_kind") == "buy"
     priced = c.usd_per_gpu_hour.is_not_null() & c.fits
@@ -250,9 +252,11 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
         .then((c.servers_needed / pl.col("_servers_per_rack")).ceil().cast(pl.Int64))
         .cast(pl.Int64),
     )
-    power = c.fleet_kw * pl.col("_pue") * pl.col("_power_utilization") * pl.col("_kwh_usd") * HOURS_PER_YEAR
+    # a GPU without a TDP in the catalog (Apple SoCs) draws no counted power: its offer says so
+    kw = pl.coalesce(c.fleet_kw, pl.lit(0.0))
+    power = kw * pl.col("_pue") * pl.col("_power_utilization") * pl.col("_kwh_usd") * HOURS_PER_YEAR
     hosting = (
-        pl.col("_kw_month_usd") * c.fleet_kw * pl.col("_pue")
+        pl.col("_kw_month_usd") * kw * pl.col("_pue")
         + pl.col("_rack_month_usd") * pl.coalesce(c.racks_needed, pl.lit(0))
     ) * 12
     rent = fleet * c.usd_per_gpu_hour * HOURS_PER_YEAR * paid_share
@@ -263,18 +267,35 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
             .otherwise(0.0)
         ),
         opex_usd_per_year=pl.when(priced).then(
-            pl.when(bought).then(pl.coalesce(power, pl.lit(0.0)) + hosting).otherwise(rent)
+            pl.when(bought).then(pl.coalesce(power, pl.lit(0.0)) + pl.coalesce(hosting, pl.lit(0.0))).otherwise(rent)
         ),
     ).with_columns(
         fleet_usd_per_month=(c.capex_usd / pl.coalesce(pl.col("_years"), pl.lit(1.0)) + c.opex_usd_per_year) / 12,
         tco_usd=c.capex_usd + horizon_years * c.opex_usd_per_year,
     )
-    served = avg_requests_per_s * c.output_tokens * HOURS_PER_MONTH * 3600 if avg_requests_per_s is not None else None
-    return frame.with_columns(
-        fleet_usd_per_million_output_tokens=c.fleet_usd_per_month / served * 1e6
-        if served is not None
-        else pl.lit(None, dtype=pl.Float64)
+    frame = frame.with_columns(
+        tco_usd_per_month=c.tco_usd / (12 * horizon_years),
+        horizon_years=pl.when(priced).then(pl.lit(float(horizon_years))),
     )
+    if avg_requests_per_s is not None:  # the fleet's cost over the horizon, on the tokens it serves in it
+        served = avg_requests_per_s * c.output_tokens * horizon_years * HOURS_PER_YEAR * 3600
+        frame = frame.with_columns(fleet_usd_per_million_output_tokens=c.tco_usd / served * 1e6)
+    else:
+        frame = frame.with_columns(fleet_usd_per_million_output_tokens=pl.lit(None, dtype=pl.Float64))
+    return frame.with_columns(**energy_columns())
+
+
+def energy_columns() -> dict[str, pl.Expr]:
+    """Energy at the operating point: the fleet's IT power there (fleet_kw x the average share of it
+    drawn, power_utilization; before PUE) against the output tokens/s it delivers (replicas x each
+    replica's tokens/s at its share of the traffic; one replica without a workload)."""
+    draw = c.fleet_kw * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))
+    tokens = pl.coalesce(c.replicas, pl.lit(1)) * c.output_tokens_per_s
+    per_kw = pl.when(c.fits & (draw > 0) & (tokens > 0)).then(tokens / draw)
+    return {
+        "output_tokens_per_s_per_kw": per_kw,
+        "kwh_per_million_output_tokens": 1e6 / (3600 * per_kw),
+    }
 
 
 def rent_statement(rent_paid: str, horizon_years: float) -> str:
@@ -308,16 +329,35 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
         .group_by(OPTION_GROUP, maintain_order=True)
         .first()
     )
+    # the KV format in force: `auto` resolved (the grid's kv_cache_format; else its width in bits)
+    width = pl.format("{}-bit", (pl.col("kv_bytes_per_element") * 8).round(0).cast(pl.Int64))
+    resolved = pl.when(pl.col("kv_precision") == "auto").then(width).otherwise(pl.col("kv_precision"))
+    kv = pl.col("kv_cache_format") if "kv_cache_format" in best.columns else resolved
     best = best.with_columns(
         fleet_gpus=pl.coalesce(pl.col("gpus_needed"), pl.col("gpus")),
         meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
+        kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
+        usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),
+        # the cost per token of the ranking: the fleet's (TCO over the tokens it serves) with a workload,
+        # else one replica fully loaded (with its band)
+        usd_per_million=pl.coalesce("fleet_usd_per_million_output_tokens", "usd_per_million_output_tokens"),
+        usd_per_million_low=pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null()).then(
+            pl.col("usd_per_million_output_tokens_low")
+        ),
+        usd_per_million_high=pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null()).then(
+            pl.col("usd_per_million_output_tokens_high")
+        ),
     )
     group = ["model", "input_tokens", "output_tokens"]
-    return best.sort(
+    best = best.sort(
         [*group, pl.col("meets_slo").not_(), pl.col(column), pl.col("_order")],
         descending=[False, False, False, False, higher, False],
         nulls_last=True,
     ).drop("_order")
+    # the rank within this table: 1..n per model and lengths among the rows that meet the targets
+    eligible = pl.col("meets_slo") & pl.col(column).is_not_null()
+    counted = eligible.cast(pl.Int64).cum_sum().over(group)
+    return best.with_columns(rank=pl.when(eligible).then(counted).cast(pl.Int64))
 
 
 def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
@@ -335,12 +375,23 @@ def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.Dat
             expr = pl.lit(None, dtype=pl.Float64)
         out.append(expr.alias(col.header))
     frame = rows.select(out) if rows.height else pl.DataFrame({c.header: [] for c in OPTION_COLUMNS})
-    digits = {col.header: OPTION_DIGITS.get(col.unit) for col in OPTION_COLUMNS}
-    floats = [n for n, t in frame.schema.items() if t == pl.Float64]  # every number finite: no NaN or inf
-    return frame.with_columns(
-        pl.when(pl.col(n).is_finite()).then(pl.col(n).round(digits[n]) if digits[n] is not None else pl.col(n)).alias(n)
-        for n in floats
-    )
+    units = {col.header: col.unit for col in OPTION_COLUMNS}
+    return frame.with_columns(_rounded(n, units[n]) for n, t in frame.schema.items() if t == pl.Float64)
 
 
-OPTION_DIGITS = {"USD": 2, "USD/h": 4, "USD/M tokens": 6, "ms": 3, "kW": 3, "tokens/s": 3, "years": 2}
+def _rounded(name: str, unit: str) -> pl.Expr:
+    """A number of options.csv as a person reads it: whole dollars, times in ms to 0.1, speeds to 0.1,
+    costs and energy per million tokens to 3 significant figures. Every number finite: no NaN or inf."""
+    col = pl.col(name)
+    finite = pl.when(col.is_finite())
+    if unit in WHOLE_UNITS:
+        return finite.then(col.round(0)).cast(pl.Int64).alias(name)
+    if unit in SIG_FIG_UNITS:
+        return finite.then(col.round_sig_figs(3)).alias(name)
+    digits = OPTION_DIGITS.get(unit)
+    return finite.then(col.round(digits) if digits is not None else col).alias(name)
+
+
+WHOLE_UNITS = ("USD",)
+SIG_FIG_UNITS = ("USD/M tokens", "kWh/M tokens")
+OPTION_DIGITS = {"USD/h": 4, "ms": 1, "kW": 2, "tokens/s": 1, "tokens/s/kW": 1, "years": 2}

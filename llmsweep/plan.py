@@ -403,7 +403,6 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
         tpot_target_s=pl.lit(slo.tpot_s if slo else None, dtype=pl.Float64),
         request_latency_target_s=pl.lit(slo.request_latency_s if slo else None, dtype=pl.Float64),
         ttft_percentile=pl.lit(slo.percentile if slo else None, dtype=pl.Categorical),
-        horizon_years=pl.lit(plan.horizon_years, dtype=pl.Float64),
     )
 
 
@@ -420,13 +419,28 @@ def rank(frame: pl.DataFrame, column: str) -> pl.DataFrame:
 
 FALLBACK_RANK = "output_tokens_per_s_per_gpu"
 SINGLE_USER_RANK = "decode_tokens_per_s_per_seq"
+FLEET_RANK = "tco_usd"  # with a workload: what the fleet costs over the horizon
+PER_TOKEN_RANK = "usd_per_million_output_tokens"
 
 
 def rank_column(frame: pl.DataFrame, rank_by: str, plan: PlanInputs | None = None) -> tuple[str, str | None]:
-    """The column to rank by: `rank_by`, or, when it has no values (no prices, no workload), tokens/s
-    per user for a single-user grid (batch: [1]) and output tokens/s per GPU otherwise, with the note
-    that says so (only when the sweep chose rank_by itself)."""
-    if rank_by in frame.columns and frame[rank_by].is_not_null().any():
+    """The column to rank by, and the note that says why when it is not `rank_by`.
+
+    With a workload and prices, the per-token default (`usd_per_million_output_tokens`, one replica
+    fully loaded, a GPU-hour carrying only its share of a server and a rack) gives way to `tco_usd`:
+    what each fleet costs over horizon_years, whole servers and racks, headroom and redundancy
+    included, which is what a buyer pays. The fleet's cost per token and its average cost per month
+    order the options the same way, and so does the rent-or-buy break-even. Without values (no prices,
+    no workload): tokens/s per user for a single-user grid (batch: [1]), else output tokens/s per GPU
+    (with a note only when the sweep chose rank_by itself)."""
+    has = lambda name: name in frame.columns and frame[name].is_not_null().any()  # noqa: E731
+    if plan is not None and plan.workload is not None and rank_by == PER_TOKEN_RANK and has(FLEET_RANK):
+        return FLEET_RANK, (
+            f"with a workload, options are ranked by what the fleet costs: TCO over {plan.horizon_years:g} years "
+            "(capex + opex; whole servers and racks, headroom and redundancy included), not by the cost per token "
+            "of one fully loaded replica"
+        )
+    if has(rank_by):
         return rank_by, None
     single = plan is not None and plan.batches == (1,)
     fallback = SINGLE_USER_RANK if single else FALLBACK_RANK
@@ -542,17 +556,21 @@ def break_even(
     column: str = "usd_per_million_output_tokens",
     rent_paid: str = RENT_24_7,
 ) -> str | None:
-    """Rent or buy, for a model whose best bought option (by `column`) competes with its best rented
-    one, under the run's one assumption on how rent is paid.
+    """Rent or buy, for a model whose best bought option (by `column`, the ranking) competes with its
+    best rented one, under the run's one assumption on how rent is paid.
 
-    Rent paid 24/7: both fleets cost the same busy or idle, so utilisation does not decide; the
-    bought fleet's capex pays back after capex / (rent per month - bought opex per month) months.
-    Rent paid per hour used: a bought GPU's cost per token at average utilisation u is cost(full) / u,
-    a rented one's stays, so buying is cheaper above u = bought / rented."""
+    With fleets (a workload): the bought fleet's capex pays back after capex / (rent per month -
+    bought opex per month) months, rent per month being what the rented fleet is paid (around the
+    clock, or x its utilisation when paid per hour used). Buying costs less over horizon_years
+    exactly when that is within the horizon, so the sentence agrees with a ranking by tco_usd.
+    Without fleets: paid 24/7, the cheaper per token wins at any utilisation; paid per hour used, a
+    bought GPU's cost per token at average utilisation u is cost(full) / u, a rented one's stays, so
+    buying is cheaper above u = bought / rented."""
     rows = options_frame.filter((pl.col("model") == model) & pl.col("meets_slo") & pl.col(column).is_not_null())
     src = pl.col("price_source").cast(pl.String).str.starts_with("sweep: bought")
-    bought = rows.filter(src).sort(column)
-    rented = rows.filter(~src).sort(column)
+    higher = higher_is_better(column)
+    bought = rows.filter(src).sort(column, descending=higher)
+    rented = rows.filter(~src).sort(column, descending=higher)
     if bought.height == 0 or rented.height == 0:
         return None
     b, r = bought.row(0, named=True), rented.row(0, named=True)
@@ -561,38 +579,41 @@ def break_even(
         offer = f" {row['offer']}" if row.get("offer") else ""
         return f"{row['gpu']}{offer} ({row['precision']}, tp{row['tp']})"
 
-    if rent_paid != RENT_24_7:
-        per_token = "usd_per_million_output_tokens"
+    per_token = "usd_per_million_output_tokens"
+    fleets = b.get("gpus_needed") is not None and r.get("gpus_needed") is not None
+    if not fleets:  # no workload: compare a fully loaded replica's cost per token
         if b.get(per_token) is None or r.get(per_token) is None:
             return None
-        u = b[per_token] / r[per_token]
-        if u >= 1:
-            return None
-        return (
-            f"Buying {name(b)} is cheaper than renting {name(r)} above {u:.0%} average utilisation "
-            "(rented GPUs paid only for the hours used)."
-        )
-    if b.get("gpus_needed") is None or r.get("gpus_needed") is None:  # no workload: no fleets to compare
-        per_token = "usd_per_million_output_tokens"
-        if b.get(per_token) is None or r.get(per_token) is None or b[per_token] >= r[per_token]:
+        if rent_paid != RENT_24_7:
+            u = b[per_token] / r[per_token]
+            if u >= 1:
+                return None
+            return (
+                f"Buying {name(b)} is cheaper than renting {name(r)} above {u:.0%} average utilisation "
+                "(rented GPUs paid only for the hours used)."
+            )
+        if b[per_token] >= r[per_token]:
             return None
         return (
             f"Both paid around the clock, buying {name(b)} costs less per token than renting {name(r)} "
             "at any utilisation; give a workload to see when the purchase pays back."
         )
-    capex, b_month = b.get("capex_usd"), b.get("opex_usd_per_year")
-    r_month = r.get("opex_usd_per_year")
-    if capex is None or b_month is None or r_month is None:
+    capex, b_year, r_year = b.get("capex_usd"), b.get("opex_usd_per_year"), r.get("opex_usd_per_year")
+    if capex is None or b_year is None or r_year is None:
         return None
-    b_month, r_month = b_month / 12, r_month / 12
+    b_month, r_month = b_year / 12, r_year / 12
+    paid = "24/7" if rent_paid == RENT_24_7 else f"and paid per hour used ({r.get('utilization') or 0:.0%} busy)"
     if r_month <= b_month:
-        return f"Renting {name(r)} 24/7 costs less each month than running {name(b)}: buying never pays back."
+        return f"Rented {paid}, {name(r)} costs less each month than running {name(b)}: buying never pays back."
     months = capex / (r_month - b_month)
     text = (
-        f"Rented 24/7, {name(r)} costs ${r_month:,.0f} a month; buying {name(b)} costs ${capex:,.0f} up front "
+        f"Rented {paid}, {name(r)} costs ${r_month:,.0f} a month; buying {name(b)} costs ${capex:,.0f} up front "
         f"and ${b_month:,.0f} a month to run, so it pays back after {months:,.1f} months"
     )
     horizon = b.get("horizon_years")
     if horizon and months > horizon * 12:
         return text + f": longer than the {horizon:g}-year horizon, so renting costs less over it."
+    if horizon and b.get("tco_usd") is not None and r.get("tco_usd") is not None:
+        saved = r["tco_usd"] - b["tco_usd"]
+        return text + f", within the {horizon:g}-year horizon: buying costs ${saved:,.0f} less over it."
     return text + "."

@@ -17,6 +17,7 @@ from pathlib import Path
 import jinja2
 import polars as pl
 
+from llmsweep import answer as answers
 from llmsweep.charts import build_charts
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.errors import LlmsweepError
@@ -48,6 +49,7 @@ TABLE_COLUMNS = (
     "output_tokens_per_s_per_gpu",
     "bound",
 )
+TABLE_KEY_COLUMNS = ("gpu", "precision", "batch", "ttft_s", "decode_tokens_per_s_per_seq")
 
 
 # -- formatting filters (raw SI values in, text out) ----------------------------------------------------------
@@ -262,9 +264,16 @@ def _is_cost(column: str) -> bool:
     return column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
 
 
-def _option(r: dict, column: str, batches: list[int] | None = None) -> dict:
+def _option(r: dict, column: str, batches: list[int] | None = None, targets: bool = True) -> dict:
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
-    return {**r, "score": r[column], "why": _why(r, batches), "caveats": caveats}
+    fleet_per_m = r.get("fleet_usd_per_million_output_tokens")
+    shown = {  # the cost per token of the ranking: the fleet's with a workload, else a full replica's (with band)
+        "usd_per_m": fleet_per_m if fleet_per_m is not None else r.get("usd_per_million_output_tokens"),
+        "usd_per_m_low": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_low"),
+        "usd_per_m_high": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_high"),
+    }
+    warnings = [] if targets else answers.interactive_warnings(r)
+    return {**r, **shown, "score": r[column], "why": _why(r, batches), "caveats": caveats, "warnings": warnings}
 
 
 def recommendations(
@@ -276,11 +285,15 @@ def recommendations(
     sensitivity: dict[str, list[dict]],
     rent_paid: str = RENT_24_7,
     batches: list[int] | None = None,
+    spec: dict | None = None,
+    horizon_years: float = 3.0,
 ) -> list[dict]:
-    """Per model and workload: the top_n options that meet the targets (ranked by `column`, the
-    first is the recommendation and the second the runner-up), the best option that misses the
-    targets and by how much, a break-even line when buying competes with renting, and how the top
-    choice holds up when an assumption moves by 20 %."""
+    """Per model and workload: the answer in one sentence, the top_n options that meet the targets
+    (ranked by `column`, the first is the recommendation and the second the runner-up), the best
+    option that misses the targets and by how much, a break-even line when buying competes with
+    renting, and how the top choice holds up when an assumption moves by 20 %."""
+    spec = spec or {}
+    targets = has_targets(spec)
     higher = higher_is_better(column)
     opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String))
     per_offer = option_rows(options, column, higher)
@@ -299,14 +312,19 @@ def recommendations(
         offers = per_offer.filter(
             (pl.col("model") == model) & (pl.col("input_tokens") == s_in) & (pl.col("output_tokens") == s_out)
         )
+        table = [_option(r, column, batches, targets) for r in offers.iter_rows(named=True)]
+        fleets = any(o.get("gpus_needed") is not None for o in table)
         groups.append(
             {
                 "model": model,
-                "offers": [_option(r, column, batches) for r in offers.iter_rows(named=True)],
+                "answer": answers.answer(
+                    model, s_in, s_out, table, spec.get("workload"), spec.get("slo"), horizon_years, fleets
+                ),
+                "offers": table,
                 "input_tokens": s_in,
                 "output_tokens": s_out,
                 "license": licenses.get(model, "unknown: check the model card"),
-                "options": [_option(r, column, batches) for r in ranked.iter_rows(named=True)],
+                "options": [_option(r, column, batches, targets) for r in ranked.iter_rows(named=True)],
                 "miss": _option(missing.row(0, named=True), column, batches) if missing.height else None,
                 "ties": ties,
                 "break_even": break_even(rows, model, column, rent_paid) if _is_cost(column) else None,
@@ -341,6 +359,8 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             manifest.get("sensitivity") or {},
             finance.get("rent_paid", "24/7"),
             listed_batches(spec),
+            spec,
+            finance.get("horizon_years", 3),
         )
         if options.height
         else []
@@ -374,7 +394,14 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             "column": column,
             "label": BY_NAME[column].label if column in BY_NAME else column,
             "higher_is_better": higher,
+            "statement": rank_statement(column, bool(load), finance.get("horizon_years", 3)),
         },
+        "targets": has_targets(spec),
+        "ttft_stat": slo.get("percentile", "mean") if has_targets(spec) else "mean",
+        "ttft_column": {"p90": "ttft_p90_s", "p99": "ttft_p99_s"}.get(slo.get("percentile", "mean"), "ttft_s")
+        if has_targets(spec)
+        else "ttft_s",
+        "interactive": answers.INTERACTIVE_SOURCE,
         "slo": {k: v for k, v in slo.items() if v is not None and k != "percentile"},
         "slo_percentile": slo.get("percentile", "mean"),
         "workload": load,
@@ -383,11 +410,44 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "finance_statement": finance.get("statement") if priced else None,
         "horizon_years": finance.get("horizon_years", 3),
         "recommendations": recs,
-        "table": {"columns": table.columns, "rows": table.rows(), "shown": table.height, "total_fit": counts["fit"]},
+        "table": {
+            "columns": table.columns,
+            "rows": table.rows(),
+            "shown": table.height,
+            "total_fit": counts["fit"],
+            "key": [*TABLE_KEY_COLUMNS, column],  # kept on a narrow screen
+        },
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+def has_targets(spec: dict) -> bool:
+    """True when the sweep sets a latency target (a verdict "meets the targets" means something)."""
+    slo = spec.get("slo") or {}
+    return any(slo.get(k) is not None for k in ("ttft_s", "tpot_s", "request_latency_s"))
+
+
+def rank_statement(column: str, workload: bool, horizon_years: float) -> str:
+    """What the ranking orders by, in words, with the figures that agree with it."""
+    label = BY_NAME[column].label if column in BY_NAME else column
+    better = "higher" if higher_is_better(column) else "lower"
+    if column == "tco_usd":
+        months = 12 * horizon_years
+        return (
+            f"Options are ranked by what the fleet costs over {horizon_years:g} years (TCO: capex + "
+            f"{horizon_years:g} × opex; whole servers and racks, headroom and redundancy included; lower is "
+            f"better). USD per month is TCO ÷ {months:g} months, and USD per million output tokens is TCO over "
+            f"the tokens the fleet serves in those {horizon_years:g} years, so both order the options the same way."
+        )
+    if column == "usd_per_million_output_tokens":
+        extra = "" if workload else " (no workload: a fleet is one replica)"
+        return (
+            "Options are ranked by USD per million output tokens of one replica fully loaded"
+            f"{extra}; lower is better."
+        )
+    return f"Options are ranked by {label} ({better} is better)."
 
 
 def listed_batches(spec: dict) -> list[int] | None:

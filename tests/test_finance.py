@@ -112,8 +112,11 @@ def test_break_even_when_rent_is_paid_24_7():
     # 1,270,000 / (62,050 - 6,613.40) = 22.9 months
     assert plan.break_even(rows, "m") == (
         "Rented 24/7, h100-sxm rent (fp8, tp2) costs $62,050 a month; buying h100-sxm buy-4y (fp8, tp2) costs "
-        "$1,270,000 up front and $6,613 a month to run, so it pays back after 22.9 months."
+        "$1,270,000 up front and $6,613 a month to run, so it pays back after 22.9 months, within the 3-year "
+        "horizon: buying costs $725,718 less over it."  # TCO 2,233,800 - 1,508,082.40
     )
+    # the sentence agrees with a ranking by TCO: bought first, as its TCO is the lower
+    assert plan.break_even(rows, "m", "tco_usd").startswith("Rented 24/7, h100-sxm rent (fp8, tp2) costs $62,050")
     pricier = rows.with_columns(horizon_years=pl.lit(1.0))
     assert plan.break_even(pricier, "m").endswith(
         "22.9 months: longer than the 1-year horizon, so renting costs less over it."

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 import yaml
 
-from llmsweep import pipeline, plan
+from llmsweep import finance, pipeline, plan
 from llmsweep.spec import CostSpec, SloSpec, WorkloadSpec
 
 from .conftest import ROOT
@@ -156,13 +156,18 @@ def procurement(tmp_path_factory):
 
 
 def test_procurement_ranking_checks_out_from_the_csv(procurement):
-    _, table = procurement
+    # with a workload the options are ranked by what the fleet costs over the horizon (tco_usd); the
+    # fleet's cost per token and its average cost per month order them the same way
+    result, table = procurement
+    assert any(n.startswith("with a workload, options are ranked by what the fleet costs: TCO over 3 years")
+               for n in result.notes)
     for _model, group in table.group_by(["model"]):
-        eligible = group.filter(pl.col("meets_slo") & pl.col("usd_per_million_output_tokens").is_not_null())
+        eligible = group.filter(pl.col("meets_slo") & pl.col("tco_usd").is_not_null())
         best = group.filter(pl.col("rank") == 1)
-        assert best["usd_per_million_output_tokens"].item() == eligible["usd_per_million_output_tokens"].min()
-        ranks = eligible.sort("rank")["usd_per_million_output_tokens"]
-        assert ranks.is_sorted()
+        assert best["tco_usd"].item() == eligible["tco_usd"].min()
+        ranked = eligible.sort("rank")
+        for col in ("tco_usd", "tco_usd_per_month", "fleet_usd_per_million_output_tokens"):
+            assert ranked[col].is_sorted(), col
     assert table.filter(~pl.col("meets_slo"))["rank"].is_null().all()  # never recommended
 
 
@@ -229,12 +234,12 @@ def test_sensitivity_table(procurement):
     assert {r["assumption"] for r in rows} >= {"bandwidth_efficiency", "compute_efficiency"}
     assert {r["change"] for r in rows} == {"-20%", "+20%"}
     for r in rows:
-        if r["column"] == "usd_per_million_output_tokens":
+        if r["column"] == "tco_usd" and r["top"] is not None and r["runner_up"] is not None:
             assert r["flips"] == (r["runner_up"] < r["top"])
-    # traffic moves the fleet, not the cost per token: the rows show GPUs needed and USD per month, and move
+    # the ranking metric is the fleet's TCO: traffic re-plans the fleet, and less traffic costs less
     traffic = {(r["column"], r["change"]): r["top"] for r in rows if r["assumption"].startswith("traffic")}
-    assert set(traffic) == {(c, ch) for c in ("gpus_needed", "fleet_usd_per_month") for ch in ("-20%", "+20%")}
-    assert traffic[("fleet_usd_per_month", "-20%")] < traffic[("fleet_usd_per_month", "+20%")]
+    assert set(traffic) == {("tco_usd", "-20%"), ("tco_usd", "+20%")}
+    assert traffic[("tco_usd", "-20%")] < traffic[("tco_usd", "+20%")]
 
 
 # -- capacity from the loaded figures at the traffic each replica gets (estimate/load.py, DESIGN.md §4) --
@@ -322,3 +327,85 @@ def test_procurement_recommendations_read_consistently(procurement):
     assert (ok["offered_requests_per_s"] * ok["replicas"] / 40).is_between(0.999, 1.001).all()
     assert (ok["offered_requests_per_s"] * 1.2 <= ok["capacity_requests_per_s"] * 1.000001).all()
     assert (ok["ttft_s"] <= 2.0).all() and (ok["tpot_s"] <= 0.05).all()
+
+
+# -- with a workload the ranking is by what the fleet costs, and every figure agrees with it ---------------------
+def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
+    """Three options built by hand, each replica one GPU serving 1 request/s (250 tokens/s), 4 requests/s
+    of traffic (no peak factor, headroom or redundancy): every fleet is 4 GPUs.
+
+    h200-sxm bought: $30,000 a GPU, a $40,000 server + $10,000 network per 8 GPUs, 4 years, a $3,000
+    rack-month for 4 servers, power $0.10/kWh at PUE 1.25 and 80 % draw, host 2.4 kW per server.
+      a GPU-hour: (30,000 + 50,000 / 8) / 35,040 h + (0.7 + 2.4 / 8) kW x 1.25 x 0.8 x $0.10
+                  + 3,000 / (4 x 8 x 730 h) = 1.034532 + 0.1 + 0.128425 = $1.262957
+      per M tokens of a full replica: 1.262957 / (250 x 3,600) x 10^6 = $1.4033 (it pays 4/8 of a server)
+      the fleet: capex 4 x 30,000 + 1 whole server x 50,000 = $170,000; opex: (4 x 0.7 + 2.4) kW x 1.25 x 0.8
+                 x $0.10 x 8,760 h = $4,555.20 + 1 whole rack x $3,000 x 12 = $36,000 -> $40,555.20 a year;
+                 TCO 3 y = 170,000 + 3 x 40,555.20 = $291,665.60
+    h100-sxm rented at $2.00: per M tokens 2 / 0.9 = $2.2222; TCO 4 x 2 x 8,760 x 3 = $210,240
+    l40s rented at $0.50 misses the TPOT target (0.2 s > 0.05 s): cheapest of all, never ranked.
+    Ranked by TCO the rental is first; per token of a full replica the purchase looked cheaper."""
+    w = WorkloadSpec(requests_per_s=4, peak_factor=1, headroom=0, redundancy=0)
+    slo = SloSpec(tpot_s=0.05)
+    buy = CostSpec(
+        buy=30_000,
+        years=4,
+        server_usd=40_000,
+        network_usd_per_server=10_000,
+        host_kw=2.4,
+        servers_per_rack=4,
+        rack_usd_per_month=3_000,
+        power_usd_per_kwh=0.10,
+        pue=1.25,
+        power_utilization=0.8,
+    )
+    offers = {
+        "h200-sxm": tuple(finance.offers_from_costs("h200-sxm", buy, 700.0, 8)),
+        "h100-sxm": tuple(finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8)),
+        "l40s": tuple(finance.offers_from_costs("l40s", CostSpec(rent=0.5), 350.0, 8)),
+    }
+    common = {"gpus": 1, "output_tokens_per_s": 250.0, "tpot_s": 0.04}
+    rows = pl.concat(
+        [
+            frame(gpu=g, **{**common, **over}).with_columns(pl.col("gpu").cast(pl.String))
+            for g, over in (("h200-sxm", {}), ("h100-sxm", {}), ("l40s", {"tpot_s": 0.2, "gpu_tdp_w": 350.0}))
+        ]
+    ).with_columns(pl.col("gpu").cast(pl.Categorical))
+    inputs = plan.PlanInputs(offers, slo, w, "usd_per_million_output_tokens")
+    out = plan.add_plan_columns(rows, inputs, every_offer=True).collect()
+    out = out.with_columns(model=pl.lit("m"), precision=pl.lit("fp8"), tp=pl.lit(1), slo_miss=pl.lit(None))
+    by_gpu = {r["gpu"]: r for r in out.to_dicts()}
+    assert by_gpu["h200-sxm"]["usd_per_gpu_hour"] == pytest.approx(36_250 / 35_040 + 0.1 + 3_000 / (4 * 8 * 730))
+    assert by_gpu["h200-sxm"]["usd_per_million_output_tokens"] == pytest.approx(1.4033, abs=1e-4)
+    assert by_gpu["h100-sxm"]["usd_per_million_output_tokens"] == pytest.approx(2.2222, abs=1e-4)
+    assert by_gpu["h200-sxm"]["gpus_needed"] == by_gpu["h100-sxm"]["gpus_needed"] == 4
+    assert (by_gpu["h200-sxm"]["servers_needed"], by_gpu["h200-sxm"]["racks_needed"]) == (1, 1)
+    assert by_gpu["h200-sxm"]["capex_usd"] == pytest.approx(170_000)
+    assert by_gpu["h200-sxm"]["opex_usd_per_year"] == pytest.approx(4_555.2 + 36_000)
+    assert by_gpu["h200-sxm"]["tco_usd"] == pytest.approx(291_665.6)
+    assert by_gpu["h100-sxm"]["tco_usd"] == pytest.approx(210_240)
+
+    column, note = plan.rank_column(out, inputs.rank_by, inputs)
+    assert column == "tco_usd" and note.startswith("with a workload, options are ranked by what the fleet costs")
+    ranked = {r["gpu"]: r["rank"] for r in plan.rank(out, column).to_dicts()}
+    assert ranked == {"h100-sxm": 1, "h200-sxm": 2, "l40s": None}  # the cheapest fleet that meets the targets
+    # every figure the reports show orders the options the same way: monthly over the horizon, per token
+    assert by_gpu["h100-sxm"]["tco_usd_per_month"] == pytest.approx(210_240 / 36)  # $5,840
+    assert by_gpu["h200-sxm"]["tco_usd_per_month"] == pytest.approx(291_665.6 / 36)  # $8,101.82
+    # the fleet's cost per token: TCO over 4 requests/s x 250 tokens x 3 years x 8,760 h x 3,600 s
+    served = 4 * 250 * 3 * 8760 * 3600 / 1e6
+    assert by_gpu["h100-sxm"]["fleet_usd_per_million_output_tokens"] == pytest.approx(210_240 / served)
+    assert by_gpu["h200-sxm"]["fleet_usd_per_million_output_tokens"] == pytest.approx(291_665.6 / served)
+    # and the break-even sentence says the same: rent $5,840 a month, run the purchase for 40,555.20 / 12 =
+    # $3,379.60: 170,000 / (5,840 - 3,379.60) = 69.1 months, beyond the 3-year horizon
+    assert plan.break_even(plan.rank(out, column), "m", column) == (
+        "Rented 24/7, h100-sxm rent (fp8, tp1) costs $5,840 a month; buying h200-sxm buy-4y (fp8, tp1) costs "
+        "$170,000 up front and $3,380 a month to run, so it pays back after 69.1 months: longer than the "
+        "3-year horizon, so renting costs less over it."
+    )
+    # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
+    alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")
+    single = plan.add_plan_columns(rows, alone, every_offer=True).collect().with_columns(model=pl.lit("m"))
+    assert plan.rank_column(single, alone.rank_by, alone) == ("usd_per_million_output_tokens", None)
+    firsts = plan.rank(single, "usd_per_million_output_tokens").filter(pl.col("rank") == 1)
+    assert firsts["gpu"].cast(pl.String).to_list() == ["h200-sxm"]
