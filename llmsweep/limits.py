@@ -51,15 +51,20 @@ of the bounds as literals (a test keeps them equal).
     rack_usd_per_month        0            1e7         USD
     horizon_years             0.1          100         years
     share                     0            1           fraction    burst_share (closed-loop waves)
+    running_requests          0            1,000,000   requests    max_running_requests (0 = no limit)
     config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
     config_count              1            65,536                  layers, heads, experts
     config_vocab              1            100,000,000 tokens      vocab_size
     config_context            1            2^31        tokens      max_position_embeddings, windows
     params_total              1            1e15        parameters  a model's computed size
 
-Input files (sweeps, config.json, profiles) must be regular files of at most MAX_FILE_BYTES; a
-YAML document may nest at most MAX_YAML_DEPTH levels and expand to at most MAX_YAML_NODES nodes
-once its aliases are followed.
+Every file llmsweep reads must be a regular file (never a FIFO, a device or a socket: they are
+opened without blocking and refused) of a bounded size: sweeps, config.json and profiles at most
+MAX_FILE_BYTES; a run's manifest.json MAX_MANIFEST_BYTES; calibration measurements
+MAX_MEASUREMENTS_BYTES; estimates.parquet and plan.parquet MAX_ESTIMATES_BYTES and MAX_PLAN_BYTES
+(plan.parquet is read whole). A YAML document (a sweep, a profile, the sweep inside a manifest)
+may nest at most MAX_YAML_DEPTH levels and expand to at most MAX_YAML_NODES nodes once its
+aliases are followed; JSON (manifest.json, config.json) may nest at most MAX_YAML_DEPTH levels.
 """
 
 from __future__ import annotations
@@ -75,6 +80,10 @@ from annotated_types import Interval
 from pydantic import AllowInfNan, BeforeValidator, Field
 
 MAX_FILE_BYTES = 4 * 2**20  # 4 MiB: the largest real sweep or config.json is a few tens of KiB
+MAX_MANIFEST_BYTES = 64 * 2**20  # a manifest holds its sweep (<= 4 MiB), catalog facts and notes
+MAX_MEASUREMENTS_BYTES = 64 * 2**20  # about 500,000 measurements in the measured-dev.csv schema
+MAX_ESTIMATES_BYTES = 16 * 2**30  # estimates.parquet is scanned lazily; 100M+ rows
+MAX_PLAN_BYTES = 2**30  # plan.parquet is read into memory whole
 MAX_YAML_DEPTH = 50  # nesting of mappings and sequences (a sweep needs about 6)
 MAX_YAML_NODES = 100_000  # nodes after following aliases (a large sweep has a few thousand)
 
@@ -149,6 +158,7 @@ RANGES: dict[str, Range] = {
     "band_factor": Range(0.001, 1000, "ratio"),
     "expert_imbalance": Range(1, 4, "ratio"),
     "share": Range(0, 1, "fraction"),
+    "running_requests": Range(0, 1_000_000, "requests", integer=True),
     "config_width": Range(1, 2**20, "", integer=True),
     "config_count": Range(1, 65_536, "", integer=True),
     "config_vocab": Range(1, 100_000_000, "tokens", integer=True),
@@ -213,26 +223,92 @@ class UnreadableFile(Exception):
     """An input path that is not a regular file of a sane size (the message follows the path)."""
 
 
-def read_regular_file(path: str | os.PathLike) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES.
+NOT_REGULAR = "is not a regular file (a FIFO, device or socket); give the path of a file"
+
+
+def _mib(limit: int) -> str:
+    return f"{limit / 2**30:g} GiB" if limit >= 2**30 else f"{limit / 2**20:g} MiB"
+
+
+def too_big(limit: int, what: str = "an input file") -> str:
+    return f"is larger than {_mib(limit)}, the limit for {what}; is this the right file?"
+
+
+def _open_regular(path: str | os.PathLike, limit: int, what: str) -> tuple[int, os.stat_result]:
+    """An open descriptor of `path` (links followed) and its stat, when it is a regular file of
+    at most `limit` bytes. Opened without blocking (a FIFO never waits for a writer) and checked
+    on the descriptor itself, so what is read is what was checked."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except ValueError:
+        raise UnreadableFile("the path contains a NUL character; give the path of a file") from None
+    except IsADirectoryError:
+        raise
+    except OSError as e:
+        if e.errno == errno.ENXIO:  # a socket, or a FIFO on some systems
+            raise UnreadableFile(NOT_REGULAR) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(NOT_REGULAR)
+        if st.st_size > limit:
+            raise UnreadableFile(too_big(limit, what))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES, what: str = "an input file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes.
 
     FileNotFoundError, IsADirectoryError and other OSErrors pass through; FIFOs, devices
     (/dev/zero), sockets, paths with a NUL character and files over the limit raise
-    UnreadableFile, so nothing ever blocks on or reads an endless stream.
+    UnreadableFile, so nothing ever blocks on or reads an endless stream. Every file llmsweep
+    reads goes through here or `check_regular_file`.
     """
-    try:
-        st = os.stat(path)
-    except ValueError:
-        raise UnreadableFile("the path contains a NUL character; give the path of a file") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(st.st_mode):
-        raise UnreadableFile("is not a regular file (a FIFO, device or socket); give the path of a file")
-    too_big = f"is larger than {MAX_FILE_BYTES // 2**20} MiB, the limit for an input file; is this the right file?"
-    if st.st_size > MAX_FILE_BYTES:
-        raise UnreadableFile(too_big)
-    with open(path, "rb") as f:
-        raw = f.read(MAX_FILE_BYTES + 1)
-    if len(raw) > MAX_FILE_BYTES:
-        raise UnreadableFile(too_big)
+    fd, _ = _open_regular(path, limit, what)
+    with os.fdopen(fd, "rb") as f:
+        raw = f.read(limit + 1)
+    if len(raw) > limit:  # grew while being read
+        raise UnreadableFile(too_big(limit, what))
     return raw
+
+
+def check_regular_file(path: str | os.PathLike, limit: int, what: str) -> int:
+    """The size of `path` when it is a regular file of at most `limit` bytes (for files another
+    library opens by name, such as Parquet); raises like `read_regular_file`."""
+    fd, st = _open_regular(path, limit, what)
+    os.close(fd)
+    return st.st_size
+
+
+MAX_TEMPLATE_FILES = 1_000  # files looked at in a --template-dir
+
+
+def check_template_folder(folder: str | os.PathLike) -> None:
+    """Every .j2 file under `folder` (a --template-dir) is a regular file of at most MAX_FILE_BYTES,
+    checked before jinja2 opens any (it would block on a FIFO). Raises UnreadableFile with the
+    file's path; NotADirectoryError when `folder` is not a folder."""
+    if not os.path.isdir(folder):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    seen = 0
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            seen += 1
+            if seen > MAX_TEMPLATE_FILES:
+                raise UnreadableFile(f"{folder}: holds more than {MAX_TEMPLATE_FILES:,} files; a template folder?")
+            if not name.endswith(".j2"):
+                continue
+            path = os.path.join(root, name)
+            try:
+                check_regular_file(path, MAX_FILE_BYTES, "a template")
+            except UnreadableFile as e:
+                raise UnreadableFile(f"{path}: {e}") from None
+            except OSError as e:
+                raise UnreadableFile(f"{path}: cannot read the template: {e.strerror or e}") from None

@@ -14,10 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
 from llmsweep.columns import EXPORTED, PLAN_EXPORTED, SCHEMA
-from llmsweep.errors import LlmsweepError
+from llmsweep.errors import LlmsweepError, SpecError
+from llmsweep.limits import (
+    MAX_ESTIMATES_BYTES,
+    MAX_MANIFEST_BYTES,
+    MAX_PLAN_BYTES,
+    UnreadableFile,
+    check_regular_file,
+    read_regular_file,
+)
 
 NOT_OURS = "this file was not written by llmsweep run (or by a different version)"
 MAX_LISTED = 5  # problems named in one message
@@ -80,10 +88,16 @@ def _os_error(path: Path, e: OSError, kind: str) -> LlmsweepError:
 
 def read_frame(path: Path, columns: tuple[str, ...], required: tuple[str, ...]) -> pl.LazyFrame:
     """`path` (a Parquet file) as the declared `columns` in declared dtypes, NaN read as missing,
-    lazily (a large run's estimates need not fit in memory)."""
+    lazily (a large run's estimates need not fit in memory). It must be a regular file within its
+    size limit (plan.parquet is read whole), checked before polars opens it: a FIFO would block
+    inside polars, where no signal reaches."""
+    limit = MAX_PLAN_BYTES if path.name == "plan.parquet" else MAX_ESTIMATES_BYTES
     try:
+        check_regular_file(path, limit, f"a run's {path.name}")
         frame = pl.scan_parquet(path)
         schema = frame.collect_schema()
+    except UnreadableFile as e:
+        raise LlmsweepError(f"{path}: {e}") from None
     except OSError as e:
         raise _os_error(path, e, "a Parquet file") from None
     except (pl.exceptions.PolarsError, ValueError) as e:
@@ -174,42 +188,29 @@ class _Manifest(_Model):
     sensitivity: dict[StrictStr, list[_Sensitivity]] = {}
 
 
-class _Report(_Model):
-    top_n: StrictInt = Field(10, ge=1)
-
-
-class _Workload(_Model):
-    input_tokens: StrictInt | None = None
-    output_tokens: StrictInt | None = None
-
-
-class _Spec(_Model):
-    """The parts of the saved sweep file (manifest sweep.content) that reports read."""
-
-    name: Any = None
-    title: Any = None
-    rank_by: StrictStr | None = None
-    report: _Report | None = None
-    workload: _Workload | None = None
-    slo: dict[StrictStr, float | None] | None = None
-
-
 def _where(error: dict) -> str:
     return ".".join(str(p) for p in error["loc"]) or "(top level)"
 
 
 def read_manifest(path: Path) -> dict:
-    """manifest.json, checked for every key the reports read."""
-    import yaml
+    """manifest.json, checked for every key the reports read, within the limits of any input: a
+    regular file of at most MAX_MANIFEST_BYTES, JSON at most MAX_YAML_DEPTH deep, and the sweep it
+    keeps parsed and validated as a sweep file is (nesting, aliases, integer size, SweepSpec)."""
+    from llmsweep.spec import SweepSpec
+    from llmsweep.yamlfile import parse_json, parse_yaml
 
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = parse_json(read_regular_file(path, MAX_MANIFEST_BYTES, "a run's manifest.json"))
+    except UnreadableFile as e:
+        raise LlmsweepError(f"{path}: {e}") from None
     except OSError as e:
         raise _os_error(path, e, "the manifest.json") from None
     except UnicodeDecodeError:
         raise LlmsweepError(f"{path}: not UTF-8 text; {NOT_OURS}") from None
     except json.JSONDecodeError as e:
         raise LlmsweepError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); {NOT_OURS}") from None
+    except ValueError as e:
+        raise LlmsweepError(f"{path}: {e}; {NOT_OURS}") from None
     if not isinstance(data, dict):
         raise LlmsweepError(f"{path}: holds a JSON {type(data).__name__}, not an object; {NOT_OURS}")
     problems = []
@@ -220,16 +221,20 @@ def read_manifest(path: Path) -> dict:
     rank_by = data.get("rank_by")
     if rank_by in SCHEMA and not SCHEMA[rank_by].is_numeric():
         problems.append(f"rank_by: {rank_by!r} is not a numeric column, so nothing can be ranked by it")
+    if data.get("command", "run") != "run":
+        problems.append(f"command: {data['command']!r}: this folder was written by `llmsweep {data['command']}`")
     if problems:
         raise _problems(path, problems)
     try:
-        spec = yaml.safe_load(data["sweep"]["content"])
-    except yaml.YAMLError as e:
-        raise _problems(path, [f"sweep.content is not valid YAML ({str(e).splitlines()[0]})"]) from None
+        spec = parse_yaml(data["sweep"]["content"], "sweep.content").data
+    except SpecError as e:
+        first = e.problems[0]
+        where = f" line {first.line}" if first.line else ""
+        raise _problems(path, [f"sweep.content{where}: {first.message}"]) from None
     if spec is not None and not isinstance(spec, dict):
         raise _problems(path, [f"sweep.content holds a YAML {type(spec).__name__}, not a sweep"])
-    try:
-        _Spec.model_validate(spec or {})
+    try:  # the rules the sweep was run with: what a run accepted, a report accepts
+        SweepSpec.model_validate(spec or {})
     except ValidationError as e:
         raise _problems(path, [f"sweep.content: {_where(err)}: {err['msg'].lower()}" for err in e.errors()]) from None
     return data

@@ -1,4 +1,4 @@
-"""Safe YAML loading that remembers where every key came from and refuses duplicate keys.
+"""Safe YAML (and JSON) loading that remembers where every key came from and refuses duplicate keys.
 
 The sweep file's problems are reported as `file:line: key.path: message`, so the loader keeps a
 map from each key path to its line. Only plain YAML is accepted (SafeLoader: no object tags).
@@ -141,6 +141,12 @@ def load_yaml(path: str | Path) -> YamlDoc:
         raise SpecError(
             [Problem(file, line, "(file)", f"not UTF-8 text (byte 0x{raw[e.start]:02x}); save the file as UTF-8")]
         ) from None
+    return parse_yaml(text, file)
+
+
+def parse_yaml(text: str, file: str) -> YamlDoc:
+    """Parse YAML text (a sweep, or the sweep a manifest keeps) within the same limits as a file:
+    nesting, alias expansion, integer size; raise SpecError naming `file`."""
     doc = YamlDoc(file=file, text=text, data=None)
     try:
         _check_events(yaml.SafeLoader(text))
@@ -163,3 +169,35 @@ def load_yaml(path: str | Path) -> YamlDoc:
             [Problem(file, None, "(file)", f"the document nests too deeply (limit {MAX_YAML_DEPTH} levels)")]
         ) from None
     return doc
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_YAML_DEPTH:
+                stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def parse_json(raw: bytes) -> Any:
+    """JSON within the limits of a YAML input: at most MAX_YAML_DEPTH levels, integers Python can
+    read. Raises ValueError with a phrase to follow the file's name (json.JSONDecodeError for
+    syntax, with its line)."""
+    import json
+
+    text = raw.decode("utf-8")  # UnicodeDecodeError is the caller's to word
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nests deeper than {MAX_YAML_DEPTH} levels, the limit for a JSON input file") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise ValueError(f"a value cannot be read: {e}") from None
+    if _depth(data) > MAX_YAML_DEPTH:
+        raise ValueError(f"nests deeper than {MAX_YAML_DEPTH} levels, the limit for a JSON input file")
+    return data

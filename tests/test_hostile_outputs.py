@@ -253,7 +253,7 @@ MANIFEST_CASES = {
     ),
     "sweep content not yaml": (
         edit_manifest(lambda m: m["sweep"].update(content="grid: [1,\n")),
-        "sweep.content is not valid YAML (while parsing a flow node)",
+        "sweep.content line 2: invalid YAML at column 1: expected the node content, but found '<stream end>'",
     ),
     "sweep content a list": (
         edit_manifest(lambda m: m["sweep"].update(content="- 1\n- 2\n")),
@@ -261,15 +261,15 @@ MANIFEST_CASES = {
     ),
     "top_n as text": (
         edit_sweep(lambda s: s.setdefault("report", {}).update(top_n="ten")),
-        "sweep.content: report.top_n: input should be a valid integer",
+        "sweep.content: report.top_n: input should be a valid integer, unable to parse string as an integer",
     ),
     "top_n zero": (
         edit_sweep(lambda s: s.setdefault("report", {}).update(top_n=0)),
-        "sweep.content: report.top_n: input should be greater than or equal to 1",
+        "sweep.content: report.top_n: input should be greater than 0",
     ),
     "slo as text": (
         edit_sweep(lambda s: s.update(slo={"ttft_s": "fast"})),
-        "sweep.content: slo.ttft_s: input should be a valid number",
+        "sweep.content: slo.ttft_s: input should be a valid number, unable to parse string as a number",
     ),
     "workload lengths as lists": (
         edit_sweep(lambda s: s.update(workload={"input_tokens": [1024]})),

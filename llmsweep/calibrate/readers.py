@@ -31,6 +31,7 @@ from llmsweep.catalog import Catalog, load_catalog
 from llmsweep.catalog.engines import engine_from_framework
 from llmsweep.errors import LlmsweepError
 from llmsweep.grid import MAX
+from llmsweep.limits import MAX_MEASUREMENTS_BYTES, UnreadableFile, read_regular_file
 
 # Sanity limits: larger values are typos (or hostile), and would overflow the estimator's integers.
 MAX_TOKENS = 100_000_000
@@ -424,10 +425,15 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
     benchmark_serving JSON (detected from the content). `defaults` supplies what a format does not
     record (gpu, model, precision, tp, pp, batch)."""
     catalog, defaults, p = catalog or load_catalog(), defaults or {}, Path(path)
-    try:
-        text = p.read_text("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
+    try:  # a regular file of bounded size: never a FIFO (it would block) or /dev/zero (endless)
+        raw = read_regular_file(p, MAX_MEASUREMENTS_BYTES, "a measurements file")
+        text = raw.decode("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
     except FileNotFoundError:
         raise LlmsweepError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise LlmsweepError(f"{path}: is a folder, not a measurements file") from None
+    except UnreadableFile as e:
+        raise LlmsweepError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
         raise LlmsweepError(
             f"{path}: not UTF-8 text (byte {e.start + 1} is not valid UTF-8); save it as UTF-8 (Excel: 'CSV UTF-8')"
