@@ -6,6 +6,7 @@ returns what it wrote.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -167,10 +168,11 @@ def run(
     say = progress or (lambda _msg: None)
     sweep = load(path, max_rows=max_rows, profile=profile)
     wanted = list(dict.fromkeys(formats or sweep.spec.report.formats))
+    require_renderer([f for f in wanted if f in REPORT_FORMATS])
     notes = [*sweep.notes, *plan.plan_inputs(sweep).notes]
     say(f"estimating up to {sweep.size:,} configurations")
     target = Path(out_root) / sweep.spec.name
-    with atomic_folder(target) as tmp:
+    with atomic_folder(target, "run", run_inputs(sweep, profile, template_dir)) as tmp:
         tables = [f for f in wanted if f in TABLE_FORMATS]
         parquet = tmp / "estimates.parquet"
         say("estimating and writing estimates.parquet")
@@ -196,12 +198,22 @@ def run(
             write_csv(table, tmp / "estimates.csv")
             write_csv(opts.lazy(), tmp / "plan.csv")
             write_csv(option_table.lazy(), tmp / "options.csv")
-        if "xlsx" in tables and rows > XLSX_MAX_ROWS and formats is None:
-            notes.append(f"estimates.xlsx not written: {rows:,} rows exceed the {XLSX_MAX_ROWS:,}-row limit")
+        sheet_rows = {"estimates": rows, "plan": opts.height, "options": option_table.height}
+        too_long = {name: n for name, n in sheet_rows.items() if n > XLSX_MAX_ROWS}
+        if "xlsx" in tables and formats is None and too_long.keys() - {"estimates"}:  # the answer itself is too long
+            what = ", ".join(f"{name} has {n:,} rows" for name, n in too_long.items())
+            notes.append(f"estimates.xlsx not written: {what}, more than the {XLSX_MAX_ROWS:,}-row limit of a sheet")
             tables.remove("xlsx")
         elif "xlsx" in tables:
             say("writing estimates.xlsx")
-            sheets = {"options": option_table, "plan": opts, "estimates": table.collect()}
+            sheets = {"options": option_table, "plan": opts}
+            if "estimates" in too_long and formats is None:  # finance still gets the answer, without the grid
+                notes.append(
+                    f"estimates.xlsx has no estimates sheet: {rows:,} rows, more than the {XLSX_MAX_ROWS:,}-row "
+                    "limit of a sheet (its options and plan sheets are there; estimates.csv and .parquet have every row)"
+                )
+            else:
+                sheets["estimates"] = table.collect()
             write_xlsx(sheets, tmp / "estimates.xlsx")
         written = ["estimates.csv", "plan.csv", "options.csv"] if "csv" in tables else []
         written += [f"estimates.{f}" for f in ("parquet", "xlsx") if f in tables]
@@ -219,23 +231,63 @@ def run(
     return RunResult(target, tuple(target / f for f in written), rows, tuple(notes))
 
 
+def require_renderer(reports: Sequence[str]) -> None:
+    """Before anything is computed: the reports asked for can be drawn here (report.md's charts
+    always need vl-convert's V8 engine, report.html only to build a missing vega bundle)."""
+    from llmsweep import vega
+
+    if "md" in reports:
+        vega.require_v8("report.md")
+    if "html" in reports and not vega.bundle_cached():
+        vega.require_v8("report.html (its vega bundle is not cached yet)")
+
+
+def run_inputs(sweep: Sweep, profile: str | None, template_dir: str | Path | None) -> list[Path]:
+    """The files a run reads (sweep, config.json files, profile file, templates): none may lie in
+    the folder it replaces."""
+    base = Path(sweep.file).resolve().parent
+    found = [Path(sweep.file)]
+    for fields in sweep.spec.models.values():
+        if "config" in fields:
+            p = Path(str(fields["config"])).expanduser()
+            found.append(p if p.is_absolute() else base / p)
+    named = profile or sweep.spec.profile
+    if named.endswith((".yaml", ".yml")):
+        p = Path(named).expanduser()
+        found.append(p if p.is_absolute() or profile else base / p)
+    if template_dir:
+        found.append(Path(template_dir))
+    return found
+
+
 def rerender(
     estimates: str | Path, formats: Sequence[str] = REPORT_FORMATS, template_dir: str | Path | None = None
 ) -> list[Path]:
     """Render the reports again from saved results (estimates.parquet + manifest.json beside it),
     without recomputing. The saved files are checked first (`saved.load`); the reports are
-    rendered into a temporary folder and each replaces its old copy only once all rendered."""
-    import os
+    rendered into a temporary folder beside the run's, and replace their old copies only once all
+    rendered. Only files llmsweep wrote there (the manifest's `file_sha256`) are replaced or
+    removed: a report.md or chart someone else put or changed stops the command, and anything
+    else in the folder stays as it is. The manifest's file list is updated to match."""
+    import json
     import shutil
     import tempfile
 
-    from llmsweep import saved
+    from llmsweep import outfolder, saved
+    from llmsweep.export import write_text_atomic
 
     path = Path(estimates)
     folder = path.parent
     results = saved.load(path)
+    require_renderer(formats)
+    listed = outfolder.listed_files(results.manifest)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=folder))
+        tmp = Path(
+            tempfile.mkdtemp(
+                prefix=f".{folder.resolve().name}.partial-{os.getpid()}@{outfolder.host_id()}-",
+                dir=folder.resolve().parent,
+            )
+        )
     except OSError as e:
         raise LlmsweepError(f"{folder}: cannot write the reports there: {e.strerror or e}") from None
     try:
@@ -248,14 +300,50 @@ def rerender(
                 f"{folder}: cannot render a report from the saved results ({type(e).__name__}: {e}); "
                 "they were not written by llmsweep run (or by a different version)"
             ) from e
-        if (tmp / "charts").is_dir():
-            shutil.rmtree(folder / "charts", ignore_errors=True)
-            os.replace(tmp / "charts", folder / "charts")
+        stale = [rel for rel in listed if rel.startswith("charts/") and rel not in written and "md" in formats]
+        _check_replaceable(folder, [*written, *stale], listed)
+        if written and any(rel.startswith("charts/") for rel in written):
+            (folder / "charts").mkdir(exist_ok=True)
         for rel in written:
-            if not rel.startswith("charts/"):
-                os.replace(tmp / rel, folder / rel)
+            os.replace(tmp / rel, folder / rel)
+        for rel in stale:
+            (folder / rel).unlink(missing_ok=True)
+        data = dict(results.manifest)
+        files = [f for f in data.get("files", []) if f not in stale]
+        data["files"] = [*files, *(rel for rel in written if rel not in files)]
+        hashes = {rel: h for rel, h in listed.items() if rel not in stale}
+        hashes.update({rel: outfolder.file_sha256(folder / rel) for rel in written})
+        data["file_sha256"] = dict(sorted(hashes.items()))
+        write_text_atomic(folder / "manifest.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
     except OSError as e:
-        raise LlmsweepError(f"{folder}: cannot write the reports there: {e.strerror or e}") from None
+        raise LlmsweepError(f"{folder}: cannot write the reports there: {outfolder.describe_os_error(e)}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return [folder / rel for rel in written]
+
+
+def _check_replaceable(folder: Path, rels: Sequence[str], listed: dict[str, str | None]) -> None:
+    """Every existing file among `rels` is one llmsweep wrote there, unchanged since."""
+    from llmsweep import outfolder
+
+    charts = folder / "charts"
+    if any(r.startswith("charts/") for r in rels) and (
+        charts.is_symlink() or (charts.exists() and not charts.is_dir())
+    ):
+        raise LlmsweepError(f"{charts}: is not a folder llmsweep wrote; `report` leaves it untouched")
+    foreign = []
+    for rel in rels:
+        dest = folder / rel
+        if not os.path.lexists(dest):
+            continue
+        known = listed.get(rel, "absent")
+        ours = not dest.is_symlink() and dest.is_file() and known != "absent"
+        if not ours or (known is not None and outfolder.file_sha256(dest) != known):
+            foreign.append(rel)
+    if foreign:
+        names = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise LlmsweepError(
+            f"{folder}: {names} {'were' if len(foreign) > 1 else 'was'} not written by llmsweep (or changed since); "
+            "`report` replaces only the reports a run wrote and left unchanged. Move "
+            f"{'them' if len(foreign) > 1 else 'it'} away first"
+        )

@@ -305,6 +305,9 @@ def test_outputs_have_runs_permissions_and_stale_fit_files_go(tmp_path):
     assert invoke(measured, "-o", out).exit_code == 0
     (out / "profile.yaml").write_text("stale")  # as an earlier --fit left them in llmsweep's folder
     (out / "out_of_sample.csv").write_text("stale")
+    from llmsweep.outfolder import seal
+
+    seal(out, "calibrate")  # listed in its manifest, as a --fit run lists them
     old = os.umask(0o027)
     try:
         r = invoke(measured, "-o", out)

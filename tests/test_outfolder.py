@@ -130,21 +130,30 @@ def test_target_that_is_a_file_or_a_link(tmp_path):
 
 
 def test_stale_temporary_folders_of_dead_processes_are_removed(tmp_path):
-    gone = dead_pid()
-    for name in (f".example.partial-{gone}-abc", f".example.old-{gone}-abc", f".other.partial-{gone}-x"):
+    gone, here = dead_pid(), outfolder.host_id()
+    for name in (
+        f".example.partial-{gone}@{here}-abc",
+        f".example.old-{gone}@{here}-abc",
+        f".other.partial-{gone}@{here}-x",
+    ):
         (tmp_path / name).mkdir()
         (tmp_path / name / "big.bin").write_bytes(b"0" * 1000)
-    live = tmp_path / f".example.partial-{os.getppid()}-live"  # a running process's: never touched
+    live = tmp_path / f".example.partial-{os.getppid()}@{here}-live"  # a running process's: never touched
     live.mkdir()
+    # another container or machine sharing the folder: its process ids mean nothing here
+    elsewhere = tmp_path / f".example.partial-{gone}@{'0' * 12}-abc"
+    elsewhere.mkdir()
     assert run_cli(str(EXAMPLE), "-o", str(tmp_path), "--format", "csv").exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, f".other.partial-{gone}-x", "example"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [live.name, elsewhere.name, f".other.partial-{gone}@{here}-x", "example"]
+    )
 
 
 def test_previous_results_stranded_by_a_kill_between_renames_are_put_back(tmp_path):
     """Where no atomic exchange exists the swap is two renames; a SIGKILL between them leaves the
     old results in `.NAME.old-PID-*` and no NAME: the next run restores them, never deletes them."""
     gone = dead_pid()
-    old = tmp_path / f".example.old-{gone}-abc"
+    old = tmp_path / f".example.old-{gone}@{outfolder.host_id()}-abc"
     old.mkdir()
     (old / "manifest.json").write_text('{"llmsweep_version": "0.1.0"}')
     clean_stale(tmp_path, "example")
@@ -157,7 +166,11 @@ def test_two_renames_when_the_exchange_is_unsupported(tmp_path, monkeypatch):
     for content in ("old", "new"):
         with atomic_folder(tmp_path / "r") as tmp:
             (tmp / "manifest.json").write_text(json.dumps({"llmsweep_version": content}))
-    assert json.loads((tmp_path / "r" / "manifest.json").read_text()) == {"llmsweep_version": "new"}
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text()) == {
+        "llmsweep_version": "new",
+        "command": "run",
+        "file_sha256": {},
+    }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +14,7 @@ from llmsweep.calibrate.fitting import FitResult, calibrate
 from llmsweep.calibrate.measurement import source_key
 from llmsweep.calibrate.readers import read_file
 from llmsweep.catalog import load_catalog
-from llmsweep.errors import LlmsweepError
+from llmsweep.errors import LlmsweepError, printable
 from llmsweep.export import safe_csv_frame, write_manifest
 from llmsweep.outfolder import atomic_folder
 
@@ -35,12 +34,7 @@ class CalibrationReport:
 
 
 FIT_FILES = ("profile.yaml", "out_of_sample.csv")  # written by --fit; a run without it removes them
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _printable(value: object) -> str:
-    """Text for the terminal: control characters (escape sequences, newlines) shown as '?'."""
-    return _CONTROL.sub("?", str(value))
+_printable = printable  # text for the terminal: control characters shown as '?'
 
 
 def _text_table(frame: pl.DataFrame, by: str) -> list[str]:
@@ -115,7 +109,8 @@ def run_calibration(path: str | Path, folder: Path, profile: str, do_fit: bool, 
         "fit": do_fit,
         "files": [*outputs, "manifest.json"],
     }
-    with atomic_folder(folder) as tmp:  # the folder is replaced whole: an earlier --fit's files go with it
+    inputs = [path, *([profile] if str(profile).endswith((".yaml", ".yml")) else [])]
+    with atomic_folder(folder, "calibrate", inputs) as tmp:  # replaced whole: an earlier --fit's files go with it
         for name, text in outputs.items():
             (tmp / name).write_text(text, encoding="utf-8", newline="")
         write_manifest(manifest, tmp / "manifest.json")
