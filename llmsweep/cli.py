@@ -12,7 +12,7 @@ from functools import wraps
 import click
 
 from llmsweep import __version__
-from llmsweep.errors import LlmsweepError
+from llmsweep.errors import LlmsweepError, printable
 
 FORMATS = click.Choice(["table", "json", "csv"])
 # the ranges of llmsweep.limits, repeated as literals so `llmsweep --help` imports nothing heavy
@@ -30,6 +30,19 @@ class UserError(click.ClickException):
     exit_code = 1
 
 
+MAX_PROBLEMS_SHOWN = 50  # problems of one sweep file printed; the rest are counted
+
+
+def _message(e: LlmsweepError) -> str:
+    """What the user sees: control characters from the input shown as '?' (no escape sequence
+    reaches the terminal), one line per problem, at most MAX_PROBLEMS_SHOWN of them."""
+    from llmsweep.errors import SpecError
+
+    if isinstance(e, SpecError):
+        return "\n".join(e.lines(MAX_PROBLEMS_SHOWN))
+    return printable(e)
+
+
 def _errors_to_exit(fn):
     """Turn LlmsweepError into a one-line message and exit 1 (no traceback)."""
 
@@ -38,7 +51,12 @@ def _errors_to_exit(fn):
         try:
             return fn(*args, **kwargs)
         except LlmsweepError as e:
-            raise UserError(str(e)) from None
+            raise UserError(_message(e)) from None
+        except MemoryError:
+            raise UserError(
+                "out of memory: the inputs need more memory than this machine (or its limits) allows; "
+                "use a smaller sweep or file, or a larger machine"
+            ) from None
 
     return wrapper
 
@@ -74,7 +92,12 @@ def _handle_termination() -> None:
 
 def _note(msg: str | None) -> None:
     if msg:
-        click.echo(f"note: {msg}", err=True)
+        click.echo(f"note: {printable(msg)}", err=True)
+
+
+def _say(text: object, keep_lines: bool = False, **kwargs) -> None:
+    """click.echo for text that may hold input data (names, paths): control characters as '?'."""
+    click.echo(printable(text, keep_lines), **kwargs)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -91,6 +114,9 @@ def main() -> None:
       llmsweep gpus
     """
     _handle_termination()
+    from llmsweep.vega import ensure_home
+
+    ensure_home()  # no HOME and no passwd entry: libraries that look it up at import must not fail
 
 
 @main.command()
@@ -166,7 +192,7 @@ def estimate(fmt, **axes):
 
         click.echo(safe_csv_frame(result.frame).write_csv(), nl=False)
     else:
-        click.echo(result.text())
+        _say(result.text(), keep_lines=True)
 
 
 def _progress(quiet: bool):
@@ -177,9 +203,25 @@ def _progress(quiet: bool):
 
 
 FORMAT_LIST = "csv,parquet,xlsx,html,md"
+def _template_dir(ctx, param, value):
+    """A folder (not /dev/null or a file) whose templates are regular files of a sane size."""
+    if value is None:
+        return None
+    from llmsweep.limits import UnreadableFile, check_template_folder
+
+    try:
+        check_template_folder(value)
+    except NotADirectoryError:
+        raise click.BadParameter(f"{printable(value)!r} is not a folder (give a folder of .j2 templates)") from None
+    except UnreadableFile as e:
+        raise UserError(printable(e)) from None
+    return value
+
+
 TEMPLATE_DIR = click.option(
     "--template-dir",
     type=click.Path(file_okay=False, exists=True),
+    callback=_template_dir,
     default=None,
     help="Folder of jinja2 templates that replace the packaged ones (same names). A template folder is "
     "code: use only one you trust (templates run in jinja2's sandbox, which limits but does not remove the risk).",
@@ -230,7 +272,7 @@ def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     for n in result.notes:
         _note(n)
     for f in result.files:
-        click.echo(str(f))
+        _say(f)
     if not quiet:
         click.echo(f"{result.rows:,} configurations", err=True)
 
@@ -279,7 +321,7 @@ def report(estimates, fmt, template_dir):
     if bad:
         raise click.BadParameter(f"{','.join(bad)}: `report` writes html and md", param_hint="--format")
     for path in rerender(estimates, formats, template_dir):
-        click.echo(str(path))
+        _say(path)
 
 
 @main.command()
@@ -315,12 +357,13 @@ def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp):
     from pathlib import Path
 
     from llmsweep.calibrate import run_calibration
+    from llmsweep.outfolder import folder_name
 
-    folder = Path(out_dir) if out_dir else Path("out") / "calibration" / Path(measurements).stem
+    folder = Path(out_dir) if out_dir else Path("out") / "calibration" / folder_name(measurements)
     defaults = {"gpu": gpu, "model": model, "precision": precision, "tp": tp}
     report = run_calibration(measurements, folder, profile, fit, defaults)
     for line in report.lines:
-        click.echo(line)
+        _say(line)
 
 
 @main.command()
@@ -343,7 +386,11 @@ def _catalog_command(kind: str):
     def command(name, fmt):
         from llmsweep import listing
 
-        click.echo(listing.render(kind, name, fmt), nl=fmt != "csv")
+        text = listing.render(kind, name, fmt)
+        if fmt == "table":  # JSON escapes control characters itself; CSV is data, kept byte for byte
+            _say(text, keep_lines=True)
+        else:
+            click.echo(text, nl=fmt != "csv")
 
     return command
 

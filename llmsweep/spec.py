@@ -20,7 +20,7 @@ from llmsweep.catalog import Catalog, Gpu, ModelEntry, Profile, load_catalog
 from llmsweep.catalog.architecture import load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize
-from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean
+from llmsweep.errors import LlmsweepError, Problem, SpecError, did_you_mean, suggestion_budget
 from llmsweep.grid import MAX, Axes
 from llmsweep.limits import field as lim
 from llmsweep.limits import number, typed
@@ -117,6 +117,18 @@ class WorkloadSpec(_Strict):
     redundancy: number("redundancy") | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
         0, description="Spare replicas: 0, 1, ... or 'n+1'."
     )
+
+    @field_validator("redundancy")
+    @classmethod
+    def _spare_replicas(cls, v: int | str) -> int | str:
+        """'n+K' holds K spare replicas: the same range as a number."""
+        if isinstance(v, str):
+            from llmsweep.limits import check
+
+            problem = check("redundancy", int(v[2:]) if len(v) <= 40 else 10**40)
+            if problem:
+                raise ValueError(f"the spare replicas in {v[:40]!r} {problem.split(', got')[0]}")
+        return v
 
     @model_validator(mode="after")
     def _one_rate(self) -> WorkloadSpec:
@@ -612,13 +624,27 @@ class _Resolver:
         return out
 
 
+MAX_SUGGESTIONS = 100  # unknown names of one file given a did-you-mean (the rest are still reported)
+
+
 def load(
     path: str | Path,
     *,
     max_rows: int = DEFAULT_MAX_ROWS,
     profile: str | None = None,
 ) -> Sweep:
-    """Read, validate and resolve a sweep file. Raises SpecError listing every problem."""
+    """Read, validate and resolve a sweep file. Raises SpecError listing every problem (a bad
+    `profile` option is an error of its own, not the file's)."""
+    if profile is not None:
+        try:
+            load_catalog().profile(profile)
+        except LlmsweepError as e:
+            raise LlmsweepError(f"--profile: {e}") from None
+    with suggestion_budget(MAX_SUGGESTIONS):
+        return _load(path, max_rows, profile)
+
+
+def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     doc = load_yaml(path)
     problems = list(doc.problems)
     data = doc.data
@@ -690,7 +716,7 @@ def load(
         )
     if problems:
         raise SpecError(_dedupe(problems))
-    return Sweep(
+    sweep = Sweep(
         spec=spec,
         file=doc.file,
         text=doc.text,
@@ -702,6 +728,39 @@ def load(
         profile=prof,  # type: ignore[arg-type]
         profile_name=profile_name,
         notes=tuple(dict.fromkeys(r.notes)),
+    )
+    problem = _plan_size_problem(sweep, max_rows)
+    if problem:
+        raise SpecError([doc.problem(("costs",) if spec.costs else ("grid",), problem)])
+    return sweep
+
+
+OPTION_BYTES = 4_000  # memory one priced option takes while it is planned (measured: 3.9-4.8 KB)
+OPTIONS_PER_ROW = 5  # so --max-rows N allows N / 5 options, about the memory of N streamed rows
+
+
+def plan_size(sweep: Sweep) -> tuple[int, int]:
+    """(layouts, priced options) the plan builds and holds in memory: every layout of the grid (the
+    batch axis collapses to the batch chosen) once per price offer of its GPU, before exclusions."""
+    from llmsweep.plan import plan_inputs  # plan imports this module
+
+    offers = plan_inputs(sweep).offers
+    per_gpu = sweep.size // max(len(sweep.axes.gpu), 1) // max(len(sweep.axes.batch), 1)
+    layouts = per_gpu * len(sweep.axes.gpu)
+    options = sum(per_gpu * max(len(offers.get(g, ())), 1) for g in sweep.axes.gpu)
+    return layouts, options
+
+
+def _plan_size_problem(sweep: Sweep, max_rows: int) -> str | None:
+    layouts, options = plan_size(sweep)
+    limit = max(max_rows // OPTIONS_PER_ROW, 1)
+    if options <= limit:
+        return None
+    return (
+        f"the plan would hold {options:,} priced options ({layouts:,} layouts, each once per price offer of its "
+        f"GPU), about {options * OPTION_BYTES / 1e9:,.1f} GB of memory, more than the {limit:,} options that "
+        f"--max-rows {max_rows:,} allows (an option takes {OPTIONS_PER_ROW} rows' worth); give fewer offers or "
+        "layouts, or raise --max-rows"
     )
 
 
@@ -762,13 +821,34 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
 def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], ...], axes: Axes, contexts) -> None:
     """A rule that names every value of each axis it mentions drops the whole grid: `run` would
     refuse the sweep, so `validate` must too."""
+
+    def values(key: str) -> tuple:
+        return tuple(contexts if key == "context" and contexts is not None else getattr(axes, key, ()))
+
+    alone = False
     for i, rule in enumerate(exclude):
-        covered = [
-            set(contexts if key == "context" and contexts is not None else getattr(axes, key, ())) <= set(values)
-            for key, values in rule.items()
-        ]
-        if rule and all(covered):
+        if rule and all(set(values(key)) <= set(vals) for key, vals in rule.items()):
             r.fail(("exclude", i), "the exclusion rules leave no configuration to estimate (this rule drops every one)")
+            alone = True
+    rules = [rule for rule in exclude if rule]
+    if alone or len(rules) < 2 or r.problems:
+        return
+    # together: is any combination of the axes the rules name matched by none of them?
+    import polars as pl
+
+    keys = sorted({k for rule in rules for k in rule})
+    grid = None
+    for key in keys:
+        axis = pl.LazyFrame({key: [str(v) for v in values(key)]})
+        grid = axis if grid is None else grid.join(axis, how="cross")
+    dropped = pl.any_horizontal(
+        pl.all_horizontal(pl.col(k).is_in([str(v) for v in vals]) for k, vals in rule.items()) for rule in rules
+    )
+    if grid is not None and grid.filter(~dropped).head(1).collect().height == 0:
+        r.fail(
+            ("exclude",),
+            f"the exclusion rules leave no configuration to estimate (together, the {len(rules)} rules drop every one)",
+        )
 
 
 def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
@@ -831,7 +911,12 @@ def _precheck_names(doc: YamlDoc, data: dict) -> list[Problem]:
 
 
 def _dedupe(problems: list[Problem]) -> list[Problem]:
-    return sorted(dict.fromkeys(problems), key=lambda p: (p.line if p.line is not None else math.inf, p.path))
+    """Each problem once, in file order (grid.gpu[2] before grid.gpu[10])."""
+
+    def order(p: Problem) -> tuple:
+        return (p.line if p.line is not None else math.inf, re.sub(r"\d+", lambda m: m[0].zfill(12), p.path))
+
+    return sorted(dict.fromkeys(problems), key=order)
 
 
 def json_schema() -> dict:
