@@ -88,9 +88,44 @@ def write_parquet(frame: pl.LazyFrame, path: Path) -> None:
     frame.sink_parquet(path, compression="zstd", statistics=True)
 
 
+XLSX_MAX_WIDTH = 60  # characters: longer text wraps off the edge rather than making a column a page wide
+
+
+def _shown(v, unit: str | None) -> str:
+    """Roughly what a cell shows under its number format (_XLSX_FORMATS), to size its column."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    if isinstance(v, bool):
+        return "FALSE" if not v else "TRUE"
+    if not isinstance(v, int | float):
+        return str(v)
+    fmt = _XLSX_FORMATS.get(unit or "", "")
+    if not fmt:
+        return f"{v:,}" if isinstance(v, int) else f"{v:.6g}"
+    if "E+" in fmt:
+        return f"{v:.2E}"
+    if fmt.endswith("##"):  # 0.## : up to two decimals
+        return f"{v:.2f}".rstrip("0").rstrip(".")
+    decimals = fmt.split(".")[1].count("0") if "." in fmt else 0
+    text = f"{v:,.{decimals}f}" if "#,##" in fmt else f"{v:.{decimals}f}"
+    return ("$" if fmt.startswith("$") else "") + text
+
+
+def column_widths(frame: pl.DataFrame, units: list[str | None]) -> list[int]:
+    """Per column: the widest of its name, its unit and what its cells show, + 2, at most XLSX_MAX_WIDTH
+    (so no cell shows ### and no model name is cut)."""
+    widths = []
+    for name, unit in zip(frame.columns, units, strict=True):
+        values = frame[name].drop_nulls().unique().to_list() if frame.height else []
+        longest = max((len(_shown(v, unit)) for v in values), default=0)
+        widths.append(min(max(len(name), len(unit or ""), longest) + 2, XLSX_MAX_WIDTH))
+    return widths
+
+
 def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
-    """For finance: one sheet per table; column names, then a row of units, a frozen header,
-    number formats by unit."""
+    """For finance: one sheet per table; column names, then a row of units, a frozen header, number
+    formats by unit, columns as wide as their content; printed landscape, one page wide, with the
+    two header rows repeated on every page."""
     import xlsxwriter
 
     for name, frame in sorted(sheets.items(), key=lambda item: -item[1].height):  # the largest first
@@ -108,9 +143,12 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     for name, frame in sheets.items():
         ws = wb.add_worksheet(name)
         units = [BY_NAME[n].unit if n in BY_NAME else option_units.get(n) for n in frame.columns]
-        for j, (n, unit) in enumerate(zip(frame.columns, units, strict=True)):
-            ws.set_column(j, j, max(10, min(len(n) + 2, 28)), formats.get(unit) if unit else None)
+        for j, (width, unit) in enumerate(zip(column_widths(frame, units), units, strict=True)):
+            ws.set_column(j, j, width, formats.get(unit) if unit else None)
         ws.freeze_panes(2, 0)
+        ws.set_landscape()
+        ws.fit_to_pages(1, 0)  # one page wide, as many tall as it takes
+        ws.repeat_rows(0, 1)  # the names and units on every printed page
         # constant_memory writes row by row: the names, then the units, then the data
         for j, n in enumerate(frame.columns):  # text cells, never formulas
             ws.write_string(0, j, n, bold)

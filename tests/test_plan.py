@@ -409,3 +409,24 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     assert plan.rank_column(single, alone.rank_by, alone) == ("usd_per_million_output_tokens", None)
     firsts = plan.rank(single, "usd_per_million_output_tokens").filter(pl.col("rank") == 1)
     assert firsts["gpu"].cast(pl.String).to_list() == ["h200-sxm"]
+
+
+def test_energy_per_option_at_its_operating_point():
+    """4 replicas of one 700 W GPU, each at 250 tokens/s. Rented: 4 x 0.7 kW x 0.7 (the default average
+    draw) = 1.96 kW for 1,000 tokens/s: 510.2 tokens/s per kW, 1.96 kW x 10^6 / (1,000 x 3,600) = 0.5444 kWh
+    per million tokens. Bought with 2.4 kW of host per server and 80 % draw: (2.8 + 2.4) x 0.8 = 4.16 kW:
+    240.4 tokens/s per kW, 1.1556 kWh per million tokens."""
+    w = WorkloadSpec(requests_per_s=4, peak_factor=1, headroom=0, redundancy=0)
+    buy = CostSpec(buy=30_000, host_kw=2.4, power_utilization=0.8)
+    offers = {"h100-sxm": (*finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8),
+                           *finance.offers_from_costs("h100-sxm", buy, 700.0, 8))}
+    out = plan.add_plan_columns(
+        frame(gpus=1, output_tokens_per_s=250.0), plan.PlanInputs(offers, None, w, "tco_usd"), every_offer=True
+    ).collect()
+    rent, bought = out.sort("offer").to_dicts()[1], out.sort("offer").to_dicts()[0]
+    assert rent["offer"] == "rent" and bought["offer"].startswith("buy")
+    assert rent["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 1.96)
+    assert rent["kwh_per_million_output_tokens"] == pytest.approx(1.96 * 1e6 / (1000 * 3600))
+    assert rent["kwh_per_million_output_tokens"] == pytest.approx(0.5444, abs=1e-4)
+    assert bought["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 4.16)
+    assert bought["kwh_per_million_output_tokens"] == pytest.approx(1.1556, abs=1e-4)

@@ -256,3 +256,21 @@ def test_vega_bundle_is_cached_per_version(tmp_path, monkeypatch):
     monkeypatch.setattr(vlc, "javascript_bundle", lambda *a, **k: calls.append(1) or "")
     assert report.vega_bundle() == first and calls == []  # the second call reads the cache
     assert [p.name for p in (tmp_path / "llmsweep").iterdir()][0].startswith("vega-bundle-")
+
+
+def test_a_sweep_without_targets_says_so_and_gives_no_verdict(example):
+    """sweeps/example.yaml has no `slo:`: the report says so first, has no "Meets targets" column and
+    recommends nothing, and flags what is too slow for interactive use with the thresholds and their source."""
+    md = (example / "report.md").read_text()
+    html = (example / "report.html").read_text()
+    top = md.split("## Summary")[0]
+    assert "**No latency targets.** This sweep sets no `slo:`" in top
+    assert "MLPerf Inference v5.0's interactive scenario" in top and "p99 TTFT ≤ 450 ms" in top
+    # Llama-3.1-70B's first option (h100-sxm fp8 tp2 at its largest batch) runs about 13 tokens/s per user:
+    # below the 25 interactive use needs
+    speed = re.search(r"\*\*Warning:\*\* ([\d.]+) tokens/s per user \(interactive use needs ≥ 25\)", top)
+    assert speed and float(speed.group(1)) < 25
+    for text in (md, html):
+        assert "Meets targets" not in text and "recommended**" not in text and "<b>recommended</b>" not in text
+    assert html.index('id="answer"') < html.index('id="summary"') < html.index('class="options"')
+    assert "No latency targets." in html.split('id="summary"')[0]
