@@ -8,6 +8,7 @@ import json
 import signal
 import sys
 from functools import wraps
+from pathlib import Path
 
 import click
 
@@ -364,6 +365,66 @@ def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp):
     report = run_calibration(measurements, folder, profile, fit, defaults)
     for line in report.lines:
         _say(line)
+
+
+@main.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("-o", "--out", "site_dir", required=True, help="Folder of the site (replaced whole, or left as it was).")
+@_errors_to_exit
+def publish(runs, site_dir):
+    """Publish runs as a static site that works offline: an index over every run, each report.
+
+    RUNS are run folders (out/<name>) or folders of runs (out). SITE_DIR/index.html lists every run
+    (title, when it ran, sweep file and hash, llmsweep version, GPUs, the answer per model) with
+    search and filters; each report is copied with a link back. SITE_DIR is replaced whole or not
+    at all, and only when it is empty or a site publish wrote.
+
+    \b
+    Examples:
+      llmsweep publish out -o site
+      llmsweep publish out/chatbot-2027q1 out/chatbot-2026q4 -o /srv/www/llmsweep
+    """
+    from llmsweep.publish import publish as publish_site
+
+    result = publish_site(list(runs), site_dir)
+    _say(result.index)
+    click.echo(f"{len(result.runs):,} run{'s' if len(result.runs) != 1 else ''} published", err=True)
+
+
+@main.command()
+@click.argument("old_run", type=click.Path(path_type=str))
+@click.argument("new_run", type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]), default="md", show_default=True)
+@click.option("-o", "--out", "out_file", default=None, help="Write to this file instead of printing.")
+@_errors_to_exit
+def diff(old_run, new_run, fmt, out_file):
+    """What changed between two runs: inputs, catalog facts, profile, version, and the answer.
+
+    OLD_RUN and NEW_RUN are folders `llmsweep run` wrote. Lists every changed input (grid, prices,
+    targets, traffic, ...) and, per model x GPU x offer, the rank, GPUs needed, USD per month, TCO,
+    TTFT and tokens/s per user, old and new and the change; unchanged options are left out.
+
+    \b
+    Examples:
+      llmsweep diff out-2026q4/chatbot out/chatbot
+      llmsweep diff old/chatbot out/chatbot --format html -o changes.html
+      llmsweep diff old/chatbot out/chatbot --format csv > changes.csv
+    """
+    from llmsweep.diff import diff as diff_runs
+
+    text = diff_runs(old_run, new_run).render(fmt)
+    if out_file:
+        from llmsweep.export import write_text_atomic
+
+        try:
+            write_text_atomic(Path(out_file), text)
+        except OSError as e:
+            raise UserError(f"{printable(out_file)}: cannot write it: {e.strerror or e}") from None
+        _say(out_file)
+    elif fmt == "md":
+        _say(text, keep_lines=True)
+    else:
+        click.echo(text, nl=False)
 
 
 @main.command()
