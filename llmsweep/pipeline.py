@@ -79,10 +79,13 @@ def compute_plan(sweep: Sweep) -> Plan:
         pl.col("rank").is_not_null().any().alias("met"),
         pl.col("fits").any().alias("fits"),
         pl.col("reason").drop_nulls().unique().sort().alias("reasons"),
+        (pl.col("slo_miss").cast(pl.String) == plan.UNSIZABLE).any().alias("unsizable"),
     )
-    for model, s_in, s_out, _met, fits, reasons in unmet.filter(~pl.col("met")).rows():
+    for model, s_in, s_out, _met, fits, reasons, unsizable in unmet.filter(~pl.col("met")).rows():
         other = [r for r in reasons if not r.startswith("does not fit")]  # not (only) memory: say why
         why = "meets the latency targets at any batch" if fits else "fits in memory"
+        if unsizable:
+            why = "can serve the workload (it needs more than 10^12 replicas: no fleet can be sized)"
         if not fits and other:
             why = "can run (" + "; ".join(other) + ")"
         notes.append(f"no option for {model} ({s_in} in, {s_out} out) {why}; none is recommended")

@@ -233,8 +233,9 @@ def add_plan_columns(
     def replicas_at(per_replica: pl.Expr) -> pl.Expr:
         count = (peak / per_replica * (1 + w.headroom)).ceil() + plan.redundancy
         # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
-        return pl.when((per_replica > 0) & (count <= 1e12)).then(count).cast(pl.Int64)
+        return pl.when((per_replica > 0) & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64)
 
+    before = frame.collect_schema().names()
     frame = frame.with_columns(
         **band_columns(),
         replicas=replicas_at(c.requests_per_s_per_replica),
@@ -245,7 +246,34 @@ def add_plan_columns(
         gpus_needed=c.replicas * c.gpus,
         utilization=avg / (c.replicas * c.requests_per_s_per_replica),
     )
-    return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg))
+    frame = fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg)
+    _FLEET_COLUMNS.update(n for n in frame.collect_schema().names() if n not in before and n not in band_columns())
+    return done(unsized(frame))
+
+
+MAX_REPLICAS = 1e12  # more is no plan (and would overflow Int64 once multiplied by GPUs)
+UNSIZABLE = "no fleet: the workload needs more than 10^12 replicas of this layout"
+
+
+def unsizable() -> pl.Expr:
+    """A row that can run but whose fleet for the workload could not be sized (replicas beyond
+    MAX_REPLICAS, or no throughput to divide the traffic by)."""
+    return c.fits & c.replicas.is_null()
+
+
+_FLEET_COLUMNS: set[str] = set()  # what sizing a fleet adds: replicas, GPUs, servers, power, costs, TCO
+
+
+def unsized(frame):
+    """Rows whose fleet could not be sized meet no target, are never ranked and have no fleet: every
+    replica, GPU, cost and power figure of the fleet is empty, never the one replica that stands
+    for the fleet when there is no workload."""
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    fleet = [n for n in names if n in _FLEET_COLUMNS]
+    return frame.with_columns(
+        [pl.when(~unsizable()).then(pl.col(n)).alias(n) for n in fleet],
+        meets_slo=pl.when(unsizable()).then(False).otherwise(c.meets_slo),
+    )
 
 
 # -- options at the largest batch that meets the targets ----------------------------------------------------------
@@ -306,7 +334,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         _ok=c.fits & (c.capacity_requests_per_s > 0)
     )
     count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
-    frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= 1e12)).then(count).cast(pl.Int64))
+    frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64))
     frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
     served = load.open_loop(frame.lazy(), pl.col("_rate").fill_null(0.0)).collect()
     point = [
@@ -337,7 +365,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
 
     def replicas_at(rate: pl.Expr) -> pl.Expr:
         count = (pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy
-        return pl.when(count <= 1e12).then(count).cast(pl.Int64)
+        return pl.when(count <= MAX_REPLICAS).then(count).cast(pl.Int64)
 
     frame = frame.with_columns(
         output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
@@ -365,7 +393,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         gpus_needed=c.replicas * c.gpus,
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
     )
-    frame = fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect()
+    frame = unsized(fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect())
     return frame.with_columns(**band_columns()).drop("_peak", "_ok", "_replicas", "_rate")
 
 
@@ -392,7 +420,10 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
             offered_requests_per_s=c.requests_per_s_per_replica,
             capacity_requests_per_s=pl.when(c.meets_slo).then(c.requests_per_s_per_replica),
         )
-    out = _drop_private(out.lazy()).collect().with_columns(slo_miss=slo_miss(plan.slo))
+    miss = slo_miss(plan.slo)
+    if plan.workload is not None:  # a fleet that cannot be sized says so first
+        miss = pl.when(unsizable()).then(text(UNSIZABLE)).otherwise(miss.cast(pl.String)).cast(pl.Categorical)
+    out = _drop_private(out.lazy()).collect().with_columns(slo_miss=miss)
     slo, w = plan.slo, plan.workload
     peak = peak_requests_per_s(w)
     return out.with_columns(
