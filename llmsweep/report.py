@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -140,12 +141,17 @@ _MD_ESCAPES = (
 
 
 def f_md(v) -> str:
-    """Escape text for Markdown (a table cell or a line): no HTML, no links or images (nothing a
-    viewer would fetch), no pipes or line breaks. Every user-derived string in report.md passes here."""
+    """Escape text for Markdown (a table cell or a line): no HTML, no links, autolinks or images
+    (nothing a viewer would fetch or link), no pipes or line breaks. Every user-derived string in
+    report.md passes here."""
     text = str(v)
     for a, b in _MD_ESCAPES:
         text = text.replace(a, b)
-    return text
+    # GitHub links bare URLs, www. names and e-mail addresses (GFM autolinks): break each, showing the same
+    # text. '://' and 'www.' are matched as written, so an entity stops them; e-mail is matched after
+    # entities are decoded, so a zero-width space follows '@' (which also stops @mentions).
+    text = text.replace("://", ":&#47;&#47;").replace("@", "@\u200b")
+    return re.sub(r"(?i)(www)\.", r"\1&#46;", text)
 
 
 def f_json_script(value) -> str:

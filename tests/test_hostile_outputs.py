@@ -467,13 +467,13 @@ def test_xlsx_holds_no_formulas(hostile_run):
 
 def test_markdown_in_names_is_shown_as_text(hostile_run):
     text = (hostile_run / "report.md").read_text()
-    chart_links = re.findall(r"^!\[[^\]]*\]\(charts/[a-z]+\.svg\)$", text, flags=re.M)
-    rest = re.sub(r"^!\[[^\]]*\]\(charts/[a-z]+\.svg\)$", "", text, flags=re.M)
+    chart_links = re.findall(r"^!\[[^\]]*\]\(charts/[a-z-]+\.svg\)$", text, flags=re.M)
+    rest = re.sub(r"^!\[[^\]]*\]\(charts/[a-z-]+\.svg\)$", "", text, flags=re.M)
     assert len(chart_links) >= 5
     assert not re.search(r"(?<!\\)[\[\]]", rest)  # every other bracket is escaped: no link, no image
     assert "<img" not in text and "<" not in rest.replace("&lt;", "")
-    assert "# Title !\\[x\\](https://evil.example/t.png) \\[link\\](javascript:alert(1)) &lt;img" in text
-    assert "(license \\[terms\\](javascript:alert(1)) !\\[p\\](https://evil.example/l.png))" in text
+    assert "# Title !\\[x\\](https:&#47;&#47;evil.example/t.png) \\[link\\](javascript:alert(1)) &lt;img" in text
+    assert "(license \\[terms\\](javascript:alert(1)) !\\[p\\](https:&#47;&#47;evil.example/l.png))" in text
     for svg in (hostile_run / "charts").glob("*.svg"):  # names are SVG text, never an image or a link
         chart = svg.read_text()
         assert "<image" not in chart and "href" not in chart and "<img" not in chart, svg.name
@@ -501,7 +501,10 @@ def test_safe_csv_frame():
 @pytest.mark.parametrize(
     ("text", "escaped"),
     [
-        ("![x](https://evil.example/t.png)", "!\\[x\\](https://evil.example/t.png)"),
+        ("![x](https://evil.example/t.png)", "!\\[x\\](https:&#47;&#47;evil.example/t.png)"),
+        ("see https://evil.example/x", "see https:&#47;&#47;evil.example/x"),  # no autolink (GFM)
+        ("WWW.evil.example", "WWW&#46;evil.example"),
+        ("ask a@evil.example or @team", "ask a@\u200bevil.example or @\u200bteam"),  # no mailto:, no @mention
         ("[a](javascript:alert(1))", "\\[a\\](javascript:alert(1))"),
         ("<img src=x>", "&lt;img src=x&gt;"),
         ("\\[a](b)", "\\\\\\[a\\](b)"),  # a user's backslash does not cancel the escape
