@@ -31,7 +31,7 @@ from llmsweep.catalog import Catalog, load_catalog
 from llmsweep.catalog.engines import engine_from_framework
 from llmsweep.errors import LlmsweepError
 from llmsweep.grid import MAX
-from llmsweep.limits import MAX_MEASUREMENTS_BYTES, UnreadableFile, read_regular_file
+from llmsweep.limits import MAX_MEASUREMENTS_BYTES, RANGES, UnreadableFile, read_regular_file
 
 # Sanity limits: larger values are typos (or hostile), and would overflow the estimator's integers.
 MAX_TOKENS = 100_000_000
@@ -98,6 +98,8 @@ def _rate(row: dict, key: str) -> float | None:
     value = _float(text, key)
     if math.isnan(value) or value <= 0:
         raise RowError(f"{key} {text!r} must be a positive number of requests per second (or inf)")
+    if math.isfinite(value) and not RANGES["requests_per_s"].contains(value):  # the range a sweep's workload has
+        raise RowError(f"{key} {text!r} must be {RANGES['requests_per_s'].describe()}, or inf (every request at once)")
     return value
 
 
@@ -289,6 +291,16 @@ Row = tuple[str, dict | str]
 
 def _rows_to_result(rows: list[Row], catalog: Catalog) -> ReadResult:
     result, names = ReadResult(), _Names(catalog)
+    counts: dict[str, int] = {}
+    for rid, _ in rows:
+        counts[rid] = counts.get(rid, 0) + 1
+    repeated = [f"{rid!r} ({n} rows)" for rid, n in counts.items() if n > 1]
+    if repeated:
+        more = f" and {len(repeated) - 5:,} more" if len(repeated) > 5 else ""
+        result.notes.append(
+            f"id {', '.join(repeated[:5])}{more} appear{'s' if len(repeated) == 1 else ''} more than once: each row is "
+            "compared on its own, but comparison.csv and unmapped.csv cannot tell them apart; give each row its own id"
+        )
     for rid, row in rows:
         try:
             if isinstance(row, str):
