@@ -16,6 +16,7 @@ def f_layout(o: dict) -> str:
     parts += [f"{n}{o[k]}" for k, n in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp")) if (o.get(k) or 1) > 1]
     return " ".join(parts)
 
+
 # What interactive use needs, for sweeps that set no targets of their own: MLPerf Inference v5.0's
 # "interactive" scenario for Llama 2 70B (MLCommons, April 2025) bounds the 99th percentile of
 # TTFT at 450 ms and of TPOT at 40 ms, i.e. at least 25 tokens/s per user.
@@ -106,8 +107,16 @@ def _fleet(o: dict) -> str:
     return f"{n:,} × {o['gpu']}"
 
 
-def answer(model: str, s_in: int, s_out: int, offers: list[dict], workload: dict | None, slo: dict | None,
-           horizon_years: float, fleets: bool) -> str:
+def answer(
+    model: str,
+    s_in: int,
+    s_out: int,
+    offers: list[dict],
+    workload: dict | None,
+    slo: dict | None,
+    horizon_years: float,
+    fleets: bool,
+) -> str:
     """One sentence: the first-ranked option (offers are the first table's rows, ranked ones first, in
     rank order), what it costs, and the cheapest option of the other kind (rented against bought)
     or else the runner-up, by how much more a month it costs."""

@@ -19,16 +19,17 @@ WIDTH = 520
 NUMBER_AXIS = alt.Axis(format=",~r", labelOverlap=True)  # linear axes: 1,600 and 0.5
 SI_AXIS = alt.Axis(format="~s", labelOverlap=True)  # log axes: 1P, 200T, 20G, 2k (never 1e+15 beside 200,000,000,000)
 COUNT_AXIS = alt.Axis(format="~d", labelOverlap=True)
-MAX_SERIES = 12  # lines or bar groups per model, so a chart stays readable
+MAX_SERIES = 12  # GPUs per model, so a chart stays readable; more are named in the chart's note
+ROOFLINE_POINTS = 300  # configurations per GPU on the roofline
 TEXT = ("gpu", "model", "precision", "kv_precision", "bound", "reason")
 
 
 @dataclass(frozen=True)
 class ChartSpec:
     id: str
-    title: str
+    title: str | Callable[[pl.DataFrame], str]  # a function of the chart's data when it depends on it
     question: str
-    data: Callable[[pl.LazyFrame], pl.DataFrame]
+    data: Callable[[pl.LazyFrame, pl.DataFrame | None], pl.DataFrame]
     build: Callable[[pl.DataFrame], alt.TopLevelMixin]
 
 
@@ -58,11 +59,49 @@ def _smallest_layout(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     return frame.join(best, on=keys).filter(pl.col("gpus") == pl.col("_g")).drop("_g")
 
 
-def _cap_series(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Keep at most MAX_SERIES series (by `keys`) per model, in sorted order."""
-    series = frame.select(["model", *keys]).unique().sort(["model", *keys])
-    series = series.with_columns(_n=pl.int_range(pl.len()).over("model")).filter(pl.col("_n") < MAX_SERIES)
-    return frame.join(series.drop("_n"), on=["model", *keys]).sort(["model", *keys])
+SERIES_KEYS = ["model", "gpu", "precision", "tp", "pp", "ep", "dp_attention"]
+
+
+def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
+    """Per model (at the sweep's first lengths), one series per GPU: its best layout in the plan, the
+    GPUs in rank order (the recommended one first, then the other ranked ones, then those that miss the
+    targets or have no price, fastest per GPU first). `_n` is the position, `_total` the GPUs there are."""
+    if options is None or options.height == 0:
+        return pl.DataFrame(schema={**{k: pl.String for k in SERIES_KEYS}, "_n": pl.Int64, "_total": pl.Int64})
+    rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits"))
+    rows = rows.filter(
+        (pl.col("input_tokens") == pl.col("input_tokens").min())
+        & (pl.col("output_tokens") == pl.col("output_tokens").min())
+    )
+    order = [pl.col("rank").is_null(), pl.col("rank"), pl.col("output_tokens_per_s_per_gpu")]
+    best = rows.sort(order, descending=[False, False, True], nulls_last=True).unique(
+        ["model", "gpu"], keep="first", maintain_order=True
+    )
+    best = best.select(SERIES_KEYS).with_columns(_n=pl.int_range(pl.len()).over("model"), _total=pl.len().over("model"))
+    return best.with_columns([pl.col(k).cast(pl.Int64) for k in LAYOUT])
+
+
+def _pick(frame: pl.DataFrame, series: pl.DataFrame, keys: list[str] = SERIES_KEYS) -> pl.DataFrame:
+    """The rows of the first MAX_SERIES series per model, in rank order (`_n`), with how many there are."""
+    chosen = series.filter(pl.col("_n") < MAX_SERIES)
+    cast = {k: frame.schema[k] for k in keys if k in frame.columns}
+    chosen = chosen.with_columns([pl.col(k).cast(t) for k, t in cast.items()])
+    return frame.join(chosen, on=keys, how="inner").sort(["model", "_n"])
+
+
+def series_note(data: pl.DataFrame) -> str:
+    """'h200-sxm, mi300x and 3 more not shown: 12 of 17 GPUs shown per model, the first by rank' when a
+    chart leaves GPUs out, else ''."""
+    if "_total" not in data.columns or data.height == 0:
+        return ""
+    counts = data.group_by("model").agg(pl.col("_n").n_unique().alias("shown"), pl.col("_total").first())
+    cut = counts.filter(pl.col("shown") < pl.col("_total"))
+    if cut.height == 0:
+        return ""
+    return "; ".join(
+        f"{m}: {s} of {n} GPUs shown (the first {s} by rank; plan.csv has them all)"
+        for m, s, n in cut.sort("model").rows()
+    )
 
 
 def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> alt.TopLevelMixin:
@@ -72,6 +111,18 @@ def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> a
 
 
 LAYOUT = ("tp", "pp", "ep", "dp_attention")
+
+
+def gpu_color(data: pl.DataFrame) -> alt.Color:
+    """One colour per GPU, the same in every per-GPU chart (the domain is the GPUs in alphabetical
+    order); the legend's filled circles are the points the lines are drawn with."""
+    gpus = sorted(data["gpu"].unique().to_list())
+    return alt.Color(
+        "gpu:N",
+        title="GPU (best layout: see tooltip)",
+        scale=alt.Scale(domain=gpus, scheme="tableau10" if len(gpus) <= 10 else "tableau20"),
+        legend=alt.Legend(symbolType="circle"),
+    )
 
 
 def layout_text() -> pl.Expr:
@@ -89,84 +140,116 @@ def _layout_label(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 # -- will it fit? ----------------------------------------------------------------------------------
-def memory_data(frame: pl.LazyFrame) -> pl.DataFrame:
-    rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"])
-    rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(["model", "gpu", "precision"]))
-    rows = rows.unique(["model", "gpu", "precision"], keep="first", maintain_order=True).collect()
-    rows = _layout_label(_cap_series(rows, ["gpu", "precision"]))
+def memory_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model, each GPU's best option (rank order) at its operating point: weights, the KV cache of
+    the requests in flight there (ceil(concurrency) of the batch's), activations and overhead, against
+    the usable memory of one GPU."""
+    series = ranked_series(options)
+    if series.height == 0:
+        return pl.DataFrame()
+    rows = _pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)), series)
+    rows = _first(rows).with_columns(
+        in_flight=pl.min_horizontal(pl.col("concurrency").ceil(), pl.col("batch")).clip(lower_bound=1)
+    )
+    rows = _layout_label(rows.with_columns(kv=pl.col("kv_cache_bytes") * pl.col("in_flight") / pl.col("batch")))
     parts = {
         "weights": "weight_bytes",
-        "KV cache": "kv_cache_bytes",
+        "KV cache": "kv",
         "activations": "activation_bytes",
         "overhead": "overhead_bytes",
     }
+    keep = ["model", "option", "gpu", "_n", "_total", "in_flight"]
     long = pl.concat(
         [
-            rows.select("model", "option", "batch", pl.lit(k).alias("component"), (pl.col(v) / GIB).alias("gib"))
-            for k, v in parts.items()
+            rows.select(*keep, pl.lit(k).alias("component"), pl.lit(i).alias("stack"), (pl.col(v) / GIB).alias("gib"))
+            for i, (k, v) in enumerate(parts.items())
         ]
     )
-    usable = rows.select("model", "option", (pl.col("usable_memory_bytes") / GIB).alias("usable_gib"), "fits")
-    return long.join(usable, on=["model", "option"]).sort(["model", "option", "component"])
+    usable = rows.select("model", "option", (pl.col("usable_memory_bytes") / GIB).alias("usable_gib"))
+    return long.join(usable, on=["model", "option"]).sort(["model", "_n", "component"])
+
+
+def _first(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per model x GPU: the first (best-ranked) offer's."""
+    return rows.unique(["model", "gpu"], keep="first", maintain_order=True)
 
 
 def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    order = data.select("option", "_n").unique().sort("_n")["option"].to_list()
     bars = (
         alt.Chart()
         .mark_bar()
         .encode(
-            x=alt.X("sum(gib):Q", title="GiB per GPU"),
-            y=alt.Y("option:N", title=None),
-            color=alt.Color("component:N", sort=["weights", "KV cache", "activations", "overhead"]),
-            tooltip=["option:N", "component:N", alt.Tooltip("gib:Q", format=".2f"), "batch:Q"],
+            x=alt.X("sum(gib):Q", title="GiB per GPU at the operating point"),
+            y=alt.Y("option:N", title=None, sort=order),
+            color=alt.Color("component:N", sort=["weights", "KV cache", "activations", "overhead"], title=None),
+            order=alt.Order("stack:Q"),  # weights first, from zero, as the legend lists them
+            tooltip=[
+                "option:N",
+                "component:N",
+                alt.Tooltip("gib:Q", format=".2f"),
+                alt.Tooltip("in_flight:Q", title="requests in flight"),
+            ],
         )
     )
     capacity = (
         alt.Chart()
         .mark_tick(color="black", thickness=2, size=18)
-        .encode(x="usable_gib:Q", y="option:N", tooltip=[alt.Tooltip("usable_gib:Q", title="usable GiB", format=".1f")])
+        .encode(
+            x="usable_gib:Q",
+            y=alt.Y("option:N", sort=order),
+            tooltip=[alt.Tooltip("usable_gib:Q", title="usable GiB", format=".1f")],
+        )
     )
     return per_model(alt.layer(bars, capacity, data=data))
 
 
 # -- how fast, how many users? -----------------------------------------------------------------------
-def decode_data(frame: pl.LazyFrame) -> pl.DataFrame:
-    rows = _smallest_layout(_first_lengths(_strings(frame)), ["model", "gpu", "precision"]).filter(pl.col("fits"))
+def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model, each GPU's best layout (rank order) at every concurrency of the grid that fits:
+    tokens/s per user and per replica (under load)."""
+    series = ranked_series(options)
+    if series.height == 0:
+        return pl.DataFrame()
     rows = (
-        rows.select("model", "gpu", "precision", *LAYOUT, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq")
+        _first_lengths(_strings(frame))
+        .filter(pl.col("fits"))
+        .select(*SERIES_KEYS, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq")
         .unique(maintain_order=True)
         .collect()
     )
-    rows = _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "batch"])
+    rows = _layout_label(_pick(rows, series)).sort(["model", "_n", "batch"])
     return rows.unpivot(
-        index=["model", "option", "batch"],
+        index=["model", "option", "gpu", "batch", "_n", "_total"],
         on=["output_tokens_per_s", "decode_tokens_per_s_per_seq"],
         variable_name="measure",
         value_name="tokens_per_s",
     ).with_columns(
         measure=pl.col("measure").replace(
-            {"output_tokens_per_s": "replica (under load)", "decode_tokens_per_s_per_seq": "per user"}
+            {"output_tokens_per_s": "per replica (under load)", "decode_tokens_per_s_per_seq": "per user"}
         )
     )
 
 
 def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     tooltip = ["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")]
-    if data["batch"].n_unique() == 1:  # one batch: a line would be a column of dots
+    order = data.select("option", "_n").unique().sort("_n")["option"].to_list()
+    if data["batch"].n_unique() == 1:  # one concurrency: a line would be a column of dots
         return per_model(
             alt.Chart(data)
             .mark_bar()
             .encode(
                 x=alt.X("tokens_per_s:Q", title=f"output tokens/s at concurrency {data['batch'][0]}", axis=NUMBER_AXIS),
-                y=alt.Y("option:N", title=None),
+                y=alt.Y("option:N", title=None, sort=order),
                 yOffset="measure:N",
                 color=alt.Color("measure:N", title=None),
                 tooltip=tooltip,
             )
         )
-    return per_model(
-        alt.Chart(data)
-        .mark_line(point=True)
+    # one panel per measure, so a line is one option and the legend's circles are the points drawn
+    line = (
+        alt.Chart()
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
         .encode(
             x=alt.X(
                 "batch:Q",
@@ -175,26 +258,45 @@ def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
                 axis=COUNT_AXIS,
             ),
             y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=SI_AXIS),
-            color=alt.Color("option:N", title="GPU · weights · layout"),
-            # dash and point shape both tell the two measures apart; the legend shows the shapes (circle, square)
-            strokeDash=alt.StrokeDash("measure:N", legend=None),
-            shape=alt.Shape("measure:N", title="tokens/s"),
+            color=gpu_color(data),
             tooltip=tooltip,
-        ),
-        height=260,
+        )
+    )
+    return (
+        alt.layer(line, data=data)
+        .properties(width=WIDTH // 2 - 20, height=220)
+        .facet(row=alt.Row("model:N", title=None), column=alt.Column("measure:N", title=None, sort=["per user"]))
+        .resolve_scale(y="independent")
     )
 
 
 # -- how long until the first word? ---------------------------------------------------------------------
-def ttft_data(frame: pl.LazyFrame) -> pl.DataFrame:
-    rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min())
-    rows = _smallest_layout(rows, ["model", "gpu", "precision"]).filter(pl.col("fits"))
+def ttft_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """With one prompt length: each GPU's best option (rank order) at its operating point, mean and p90
+    TTFT. With several: the same layouts alone (concurrency 1, the smallest batch) against prompt length."""
+    series = ranked_series(options)
+    if series.height == 0:
+        return pl.DataFrame()
+    lengths = frame.select(pl.col("input_tokens").n_unique()).collect().item()
+    if lengths == 1:
+        rows = _first(_pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)), series))
+        rows = _layout_label(rows).select(
+            "model",
+            "option",
+            "gpu",
+            "_n",
+            "_total",
+            "input_tokens",
+            (pl.col("ttft_s") * 1000).alias("ttft_ms"),
+            (pl.col("ttft_p90_s") * 1000).alias("ttft_p90_ms"),
+        )
+        return rows.sort(["model", "_n"])
+    rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min() & pl.col("fits"))
+    rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(SERIES_KEYS))
     rows = (
-        rows.group_by(["model", "gpu", "precision", *LAYOUT, "input_tokens"])
-        .agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms"))
-        .collect()
+        rows.group_by([*SERIES_KEYS, "input_tokens"]).agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms")).collect()
     )
-    return _layout_label(_cap_series(rows, ["gpu", "precision"])).sort(["model", "option", "input_tokens"])
+    return _layout_label(_pick(rows, series)).sort(["model", "_n", "input_tokens"])
 
 
 def time_unit(ms: pl.Series) -> tuple[float, str]:
@@ -207,27 +309,41 @@ def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     div, unit = time_unit(data["ttft_ms"])
     data = data.with_columns(ttft=pl.col("ttft_ms") / div)
     tooltip = ["option:N", "input_tokens:Q", alt.Tooltip("ttft:Q", title=f"TTFT ({unit})", format=",.2f")]
-    if data["input_tokens"].n_unique() == 1:  # one prompt length: bars, not a column of dots
-        return per_model(
-            alt.Chart(data)
+    if data["input_tokens"].n_unique() == 1:  # one prompt length: bars (mean) and ticks (p90), not dots
+        order = data.sort("_n")["option"].to_list() if "_n" in data.columns else "x"
+        bars = (
+            alt.Chart()
             .mark_bar()
             .encode(
                 x=alt.X(
                     "ttft:Q",
-                    title=f"time to first token ({unit}), {data['input_tokens'][0]:,}-token prompt",
+                    title=f"time to first token ({unit}), {data['input_tokens'][0]:,}-token prompt: mean, | p90",
                     axis=NUMBER_AXIS,
                 ),
-                y=alt.Y("option:N", title=None, sort="x"),
+                y=alt.Y("option:N", title=None, sort=order),
                 tooltip=tooltip,
             )
         )
+        layers = [bars]
+        if "ttft_p90_ms" in data.columns:
+            data = data.with_columns(ttft_p90=pl.col("ttft_p90_ms") / div)
+            layers.append(
+                alt.Chart()
+                .mark_tick(color="black", thickness=2, size=16)
+                .encode(
+                    x="ttft_p90:Q",
+                    y=alt.Y("option:N", sort=order),
+                    tooltip=[alt.Tooltip("ttft_p90:Q", format=",.2f", title=f"p90 ({unit})")],
+                )
+            )
+        return per_model(alt.layer(*layers, data=data))
     return per_model(
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
             x=alt.X("input_tokens:Q", title="prompt length (tokens)", axis=COUNT_AXIS),
             y=alt.Y("ttft:Q", title=f"time to first token ({unit})", axis=NUMBER_AXIS),
-            color=alt.Color("option:N", title="GPU · weights · layout"),
+            color=gpu_color(data),
             tooltip=tooltip,
         ),
         height=240,
@@ -235,7 +351,9 @@ def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
 
 
 # -- what limits it? ----------------------------------------------------------------------------------------
-def roofline_data(frame: pl.LazyFrame) -> pl.DataFrame:
+def roofline_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Every fitting configuration at the first lengths (at most ROOFLINE_POINTS per GPU, so every GPU is
+    drawn however large the sweep)."""
     points = (
         _first_lengths(_strings(frame))
         .filter(pl.col("fits"))
@@ -252,7 +370,7 @@ def roofline_data(frame: pl.LazyFrame) -> pl.DataFrame:
         )
         .unique(["gpu", "model", "precision", "batch"], keep="first", maintain_order=True)
         .sort(["gpu", "model", "precision", "batch"])
-        .head(2000)
+        .filter(pl.int_range(pl.len()).over("gpu") < ROOFLINE_POINTS)
         .collect()
     )
     return points.with_columns(kind=pl.lit("configuration"))
@@ -306,48 +424,67 @@ def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
 
 # -- what is cheapest? (when the sweep has prices) ------------------------------------------------------------
 def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per model and GPU (and offer, from the plan when given: the options that meet the targets),
-    the cheapest layout's USD per million output tokens."""
-    if options is not None and options.height and "offer" in options.columns:
-        rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(
-            pl.col("meets_slo") & pl.col("usd_per_million_output_tokens").is_not_null()
-        )
-        best = (
-            rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu", "offer"], maintain_order=True).first()
-        )
-        best = best.select("model", "gpu", "offer", "precision", *LAYOUT, "batch", "usd_per_million_output_tokens")
-        return best.with_columns(
-            option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · ")
-        ).sort(["model", "usd_per_million_output_tokens"])
-    if "usd_per_million_output_tokens" not in frame.collect_schema().names():
+    """Per model, one bar per GPU x offer (its best layout, as in the first table, rank order): with a
+    workload what the fleet costs a month over the horizon (the ranking's TCO / months), else USD per
+    million output tokens of one replica fully loaded."""
+    from llmsweep.finance import option_rows
+
+    if options is None or options.height == 0 or options["usd_per_gpu_hour"].is_null().all():
         return pl.DataFrame()
-    rows = _strings(frame).filter(pl.col("fits") & pl.col("usd_per_million_output_tokens").is_not_null())
-    best = rows.sort("usd_per_million_output_tokens").group_by(["model", "gpu"], maintain_order=True).first()
-    return _layout_label(
-        best.select("model", "gpu", "precision", *LAYOUT, "batch", "usd_per_million_output_tokens").collect()
-    ).sort(["model", "usd_per_million_output_tokens"])
+    fleets = options["gpus_needed"].is_not_null().any()
+    column = "tco_usd" if fleets else "usd_per_million_output_tokens"
+    rows = option_rows(options, column, False).filter(pl.col(column).is_not_null())
+    rows = rows.filter(
+        (pl.col("input_tokens") == pl.col("input_tokens").min())
+        & (pl.col("output_tokens") == pl.col("output_tokens").min())
+    )
+    value = "tco_usd_per_month" if fleets else "usd_per_million_output_tokens"
+    rows = rows.with_columns(
+        option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · "),
+        usd=pl.col(value),
+        metric=pl.lit("USD per month" if fleets else "USD per million output tokens"),
+        meets=pl.when(pl.col("meets_slo")).then(pl.lit("meets the targets")).otherwise(pl.lit("misses a target")),
+        _n=pl.int_range(pl.len()).over("model"),
+        _total=pl.len().over("model"),
+    )
+    return rows.filter(pl.col("_n") < 2 * MAX_SERIES).select(
+        "model", "gpu", "offer", "option", "batch", "usd", "metric", "meets", "rank", "_n", "_total"
+    )
 
 
 def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    metric = data["metric"][0]
+    money = "$,.0f" if metric == "USD per month" else "$,.3f"
     return per_model(
         alt.Chart(data)
         .mark_bar()
         .encode(
             x=alt.X(
-                "usd_per_million_output_tokens:Q",
-                title="USD per million output tokens (cheapest layout per GPU and offer)",
-                axis=alt.Axis(format="$,.2f", labelOverlap=True),
+                "usd:Q",
+                title=f"{metric} (best layout per GPU and offer)",
+                axis=alt.Axis(format=money.replace(".3f", ".2f"), labelOverlap=True),
             ),
-            y=alt.Y("option:N", sort="x", title=None, axis=alt.Axis(labelLimit=320)),
-            tooltip=["option:N", "batch:Q", alt.Tooltip("usd_per_million_output_tokens:Q", format="$,.3f")],
+            y=alt.Y(
+                "option:N",
+                sort=data.sort("_n")["option"].unique(maintain_order=True).to_list(),
+                title=None,
+                axis=alt.Axis(labelLimit=260),
+            ),
+            color=alt.Color(
+                "meets:N",
+                title=None,
+                scale=alt.Scale(domain=["meets the targets", "misses a target"], range=["#2f6fb2", "#bbbbbb"]),
+            ),
+            tooltip=["option:N", "rank:Q", "batch:Q", alt.Tooltip("usd:Q", title=metric, format=money)],
         )
     )
 
 
 # -- what is the trade-off? -------------------------------------------------------------------------------------
-def frontier_data(frame: pl.LazyFrame) -> pl.DataFrame:
-    """Per model and GPU, the Pareto frontier of (tokens/s per user, tokens/s per GPU) over every
-    fitting configuration at the sweep's first lengths: no other option is better on both."""
+def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model and GPU (the GPUs of the ranked options, rank order), the Pareto frontier of (tokens/s
+    per user, tokens/s per GPU) over every fitting configuration at the first lengths: no other
+    configuration of that GPU is better on both."""
     rows = (
         _first_lengths(_strings(frame))
         .filter(pl.col("fits"))
@@ -366,17 +503,20 @@ def frontier_data(frame: pl.LazyFrame) -> pl.DataFrame:
         .drop("_best")
         .collect()
     )
+    series = ranked_series(options)
+    if series.height:
+        rows = _pick(rows, series.select("model", "gpu", "_n", "_total"), ["model", "gpu"])
     return _layout_label(rows).sort(["model", "gpu", "per_user"])
 
 
 def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     return per_model(
         alt.Chart(data)
-        .mark_line(point=True)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
         .encode(
             x=alt.X("per_user:Q", title="tokens/s per user"),
             y=alt.Y("per_gpu:Q", title="output tokens/s per GPU"),
-            color=alt.Color("gpu:N"),
+            color=gpu_color(data),
             order="per_user:Q",
             tooltip=[
                 "option:N",
@@ -389,26 +529,50 @@ def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     )
 
 
+def _decode_title(data: pl.DataFrame) -> str:
+    return "Decode speed against concurrency" if data["batch"].n_unique() > 1 else "Decode speed at one concurrency"
+
+
+def _ttft_title(data: pl.DataFrame) -> str:
+    if data["input_tokens"].n_unique() > 1:
+        return "Time to first token against prompt length (one request alone)"
+    return "Time to first token at each option's operating point"
+
+
+def _cost_title(data: pl.DataFrame) -> str:
+    if data["metric"][0] == "USD per month":
+        return "What each fleet costs a month (TCO over the horizon ÷ months)"
+    return "Cost per million output tokens (one replica fully loaded)"
+
+
+from llmsweep import money_charts  # noqa: E402  (it builds on the helpers above)
+
 CHARTS: tuple[ChartSpec, ...] = (
-    ChartSpec("memory", "Memory per GPU against usable capacity", "Will it fit?", memory_data, memory_chart),
     ChartSpec(
-        "decode", "Decode speed against batch size", "How fast, and for how many users?", decode_data, decode_chart
+        "memory",
+        "Memory per GPU at each option's operating point, against usable capacity",
+        "Will it fit?",
+        memory_data,
+        memory_chart,
     ),
-    ChartSpec(
-        "ttft", "Time to first token against prompt length", "How long until the first word?", ttft_data, ttft_chart
-    ),
+    ChartSpec("decode", _decode_title, "How fast, and for how many users?", decode_data, decode_chart),
+    ChartSpec("ttft", _ttft_title, "How long until the first word?", ttft_data, ttft_chart),
     ChartSpec("roofline", "Roofline: where each configuration sits", "What limits it?", roofline_data, roofline_chart),
-    ChartSpec("cost", "Cost per million output tokens", "What is cheapest?", cost_data, cost_chart),
+    ChartSpec("cost", _cost_title, "What is cheapest?", cost_data, cost_chart),
     ChartSpec("frontier", "Latency–throughput frontier", "What is the trade-off?", frontier_data, frontier_chart),
+    *money_charts.CHARTS,
 )
 
 
-def build_charts(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> list[tuple[ChartSpec, alt.TopLevelMixin]]:
-    """Every chart the estimates can support (cost needs prices), in report order; the cost chart
-    reads the plan (`options`, one bar per GPU x offer) when given."""
+def build_charts(
+    frame: pl.LazyFrame, options: pl.DataFrame | None = None
+) -> list[tuple[ChartSpec, alt.TopLevelMixin, str, str]]:
+    """Every chart the results can support (cost needs prices, the fleet charts a workload), in report
+    order: (spec, chart, title, note), the note saying which GPUs were left out."""
     out = []
     for spec in CHARTS:
-        data = spec.data(frame, options) if spec.id == "cost" else spec.data(frame)
+        data = spec.data(frame, options)
         if data.height:
-            out.append((spec, spec.build(data)))
+            title = spec.title(data) if callable(spec.title) else spec.title
+            out.append((spec, spec.build(data), title, series_note(data)))
     return out

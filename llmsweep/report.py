@@ -450,8 +450,7 @@ def rank_statement(column: str, workload: bool, horizon_years: float) -> str:
     if column == "usd_per_million_output_tokens":
         extra = "" if workload else " (no workload: a fleet is one replica)"
         return (
-            "Options are ranked by USD per million output tokens of one replica fully loaded"
-            f"{extra}; lower is better."
+            f"Options are ranked by USD per million output tokens of one replica fully loaded{extra}; lower is better."
         )
     return f"Options are ranked by {label} ({better} is better)."
 
@@ -566,7 +565,10 @@ def render_html(context: dict, charts: list, template_dir_override=None) -> str:
     bundle = vega_bundle()
     if "</script" in bundle.lower():  # would end the inline <script> early
         raise LlmsweepError("the vega bundle contains '</script' and cannot be inlined")
-    specs = [{"id": s.id, "title": s.title, "question": s.question, "spec": chart.to_dict()} for s, chart in charts]
+    specs = [
+        {"id": s.id, "title": title, "question": s.question, "note": note, "spec": chart.to_dict()}
+        for s, chart, title, note in charts
+    ]
     return _render("report.html.j2", {**context, "charts": specs, "vega_bundle": bundle}, template_dir_override, True)
 
 
@@ -575,10 +577,10 @@ def render_markdown(context: dict, charts: list, template_dir_override=None) -> 
     import vl_convert as vlc
 
     links, files = [], {}
-    for s, chart in charts:
+    for s, chart, title, note in charts:
         path = f"charts/{s.id}.svg"
         files[path] = vlc.vegalite_to_svg(chart.to_json())
-        links.append({"id": s.id, "title": s.title, "question": s.question, "path": path})
+        links.append({"id": s.id, "title": title, "question": s.question, "note": note, "path": path})
     return _render("report.md.j2", {**context, "charts": links}, template_dir_override, False), files
 
 

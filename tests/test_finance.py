@@ -304,18 +304,46 @@ def test_procurement_report_first_table_lists_every_priced_option(procurement):
     check_golden("procurement-first-table.md", tables)
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
-def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
-    """Load the report at 1,280 px in headless Chromium; a script writes the widest first table's
-    scrollWidth into the title."""
-    probe = (
-        "<script>window.addEventListener('load', function () { var w = 0, room = 1e9;"
-        " document.querySelectorAll('table.options').forEach(function (t) {"
-        " w = Math.max(w, t.scrollWidth); room = Math.min(room, t.parentNode.clientWidth); });"
-        " document.title = 'options-width=' + w + ' room=' + room; });</script></body>"
-    )
-    page = tmp_path / "report.html"
-    page.write_text((procurement / "report.html").read_text().replace("</body>", probe))
+LAYOUT_PROBE = """<script>window.addEventListener('load', function () {
+  var tries = 0, wait = setInterval(function () {
+  var b = document.body.dataset;
+  if (+b.rendered < +b.charts && +b.errors === 0 && ++tries < 100) return;
+  clearInterval(wait);
+  var out = {view: window.innerWidth, tables: [], hidden: [], charts: [], rendered: +b.rendered, errors: +b.errors};
+  document.querySelectorAll('table.options, table.recs').forEach(function (t) {
+    var box = t.parentNode;
+    if (box.scrollWidth > box.clientWidth + 1) out.tables.push([t.className, box.scrollWidth, box.clientWidth]);
+    t.querySelectorAll('th.key').forEach(function (th) {
+      var r = th.getBoundingClientRect();
+      if (th.offsetParent === null || r.right > window.innerWidth + 1) out.hidden.push(th.textContent);
+    });
+  });
+  document.querySelectorAll('.chart').forEach(function (d) {
+    var svg = d.querySelector('svg');
+    if (!svg) { out.charts.push([d.id, 'not drawn']); return; }
+    var w = svg.getBoundingClientRect().width;
+    if (w > d.clientWidth + 1) out.charts.push([d.id, w, d.clientWidth]);
+  });
+  parent.postMessage(JSON.stringify(out), '*');
+}, 200); });</script></body>"""
+FRAME = """<html><head><title>waiting</title></head><body style="margin:0">
+<iframe src="report.html" style="border:0" width="{width}" height="1000"></iframe>
+<script>window.addEventListener('message', function (e) {{ document.title = 'probe=' + e.data; }});</script>
+</body></html>"""
+
+
+def layout_in_browser(report: Path, tmp_path: Path, width: int) -> dict:
+    """Load report.html at `width` px in headless Chromium and measure it. Headless windows are at least
+    500 px wide, so the page is loaded in an iframe of that width, whose viewport (and media queries) it
+    sets; a script in the page posts what it measured to the frame around it."""
+    import html
+    import json
+
+    folder = tmp_path / f"w{width}"
+    folder.mkdir()
+    head, tail = report.read_text().rsplit("</body>", 1)  # the last one: the vega bundle has its own "</body>"
+    (folder / "report.html").write_text(head + LAYOUT_PROBE + tail)
+    (folder / "frame.html").write_text(FRAME.format(width=width))
     cmd = [
         shutil.which("chromium"),
         "--headless",
@@ -323,14 +351,26 @@ def test_first_table_fits_a_1280_px_page(procurement, tmp_path):
         "--disable-gpu",
         f"--user-data-dir={tmp_path / 'chrome'}",
         "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--window-size=1280,900",
-        "--virtual-time-budget=10000",
+        f"--window-size={max(width, 500)},1000",
+        "--virtual-time-budget=30000",
         "--dump-dom",
-        page.resolve().as_uri(),
+        (folder / "frame.html").resolve().as_uri(),
     ]
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
-    width, room = map(int, re.search(r"<title>options-width=(\d+) room=(\d+)</title>", dom).groups())
-    assert 0 < width <= 1280 and width <= room  # no horizontal scrolling either
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
+    return json.loads(html.unescape(re.search(r"<title>probe=(.*?)</title>", dom).group(1)))
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+@pytest.mark.parametrize("width", [1280, 400])
+def test_key_columns_and_charts_fit_a_laptop_and_a_phone(procurement, tmp_path, width):
+    """At 1,280 px and at 400 px: the first table and the ranked table need no sideways scrolling, their
+    key columns (USD per month, USD per M tokens, tokens/s per user, TTFT) are on screen, and every chart
+    is drawn no wider than its container."""
+    got = layout_in_browser(procurement / "report.html", tmp_path, width)
+    assert got["view"] == width
+    assert got["rendered"] == 9  # every chart drawn (the probe runs after they are)
+    assert got["tables"] == [] and got["hidden"] == []
+    assert got["charts"] == []
 
 
 # -- answers that read well -------------------------------------------------------------------------------------------
@@ -345,21 +385,31 @@ def test_charts_choose_units_marks_and_formats():
         {"model": ["m", "m"], "option": ["a", "b"], "input_tokens": [2048, 2048], "ttft_ms": [120.0, 80.0]}
     )
     spec = charts.ttft_chart(one_length).to_dict()
-    assert spec["spec"]["mark"]["type"] == "bar"  # one prompt length: bars, not a column of dots
-    assert spec["spec"]["encoding"]["x"]["title"] == "time to first token (ms), 2,048-token prompt"
+    bars = spec["spec"]["layer"][0]
+    assert bars["mark"]["type"] == "bar"  # one prompt length: bars, not a column of dots
+    assert bars["encoding"]["x"]["title"] == "time to first token (ms), 2,048-token prompt: mean, | p90"
+    assert charts._ttft_title(one_length) == "Time to first token at each option's operating point"
     decode = pl.DataFrame(
         {
             "model": ["m"] * 4,
             "option": ["a"] * 4,
+            "gpu": ["h100-sxm"] * 4,
+            "_n": [0] * 4,
             "batch": [1, 1, 8, 8],
-            "measure": ["aggregate", "per sequence"] * 2,
+            "measure": ["per replica (under load)", "per user"] * 2,
             "tokens_per_s": [50.0, 50.0, 380.0, 47.5],
         }
     )
-    enc = charts.decode_chart(decode).to_dict()["spec"]["encoding"]
-    # the legend shows the measures as two shapes (circle, square), not two identical black dots
-    assert enc["shape"]["field"] == "measure" and enc["strokeDash"]["legend"] is None
+    spec = charts.decode_chart(decode).to_dict()
+    assert spec["facet"]["column"]["field"] == "measure"  # one panel per measure: no dashes or shapes to decode
+    line = spec["spec"]["layer"][0]
+    enc = line["encoding"]
+    # the legend shows filled circles, as the lines' points are drawn; one colour per GPU
+    assert line["mark"]["point"]["filled"] is True and enc["color"]["legend"]["symbolType"] == "circle"
+    assert enc["color"]["field"] == "gpu" and "shape" not in enc and "strokeDash" not in enc
+    assert enc["x"]["title"] == "concurrency (requests in flight)"
     assert enc["y"]["axis"]["format"] == "~s"  # log axis: 20, 200, 2k, not 1e+15 beside 200,000,000,000
+    assert charts._decode_title(decode) == "Decode speed against concurrency"
 
 
 def test_why_does_not_suggest_an_fp8_kv_cache_twice():

@@ -159,8 +159,10 @@ def test_procurement_ranking_checks_out_from_the_csv(procurement):
     # with a workload the options are ranked by what the fleet costs over the horizon (tco_usd); the
     # fleet's cost per token and its average cost per month order them the same way
     result, table = procurement
-    assert any(n.startswith("with a workload, options are ranked by what the fleet costs: TCO over 3 years")
-               for n in result.notes)
+    assert any(
+        n.startswith("with a workload, options are ranked by what the fleet costs: TCO over 3 years")
+        for n in result.notes
+    )
     for _model, group in table.group_by(["model"]):
         eligible = group.filter(pl.col("meets_slo") & pl.col("tco_usd").is_not_null())
         best = group.filter(pl.col("rank") == 1)
@@ -418,8 +420,12 @@ def test_energy_per_option_at_its_operating_point():
     240.4 tokens/s per kW, 1.1556 kWh per million tokens."""
     w = WorkloadSpec(requests_per_s=4, peak_factor=1, headroom=0, redundancy=0)
     buy = CostSpec(buy=30_000, host_kw=2.4, power_utilization=0.8)
-    offers = {"h100-sxm": (*finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8),
-                           *finance.offers_from_costs("h100-sxm", buy, 700.0, 8))}
+    offers = {
+        "h100-sxm": (
+            *finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8),
+            *finance.offers_from_costs("h100-sxm", buy, 700.0, 8),
+        )
+    }
     out = plan.add_plan_columns(
         frame(gpus=1, output_tokens_per_s=250.0), plan.PlanInputs(offers, None, w, "tco_usd"), every_offer=True
     ).collect()

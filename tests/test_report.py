@@ -69,7 +69,9 @@ def test_html_renders_every_chart_offline(example, tmp_path):
     dom = render_in_browser(example / "report.html", tmp_path)
     body = re.search(r"<body[^>]*>", dom).group(0)
     charts_n = int(re.search(r'data-charts="(\d+)"', body).group(1))
-    assert charts_n == 6  # memory, decode, TTFT, roofline, cost (example prices), frontier
+    # memory, decode, TTFT, roofline, cost (example prices), frontier, cost against speed (no workload:
+    # no rent-or-buy or GPUs-against-traffic charts)
+    assert charts_n == 7
     assert f'data-rendered="{charts_n}"' in body
     assert 'data-errors="0"' in body
     assert dom.count('class="marks"') == charts_n  # one rendered vega SVG per chart
@@ -114,7 +116,8 @@ def test_markdown_golden(example):
 def test_markdown_links_are_relative_and_exist(example):
     text = (example / "report.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert links == [f"charts/{c}.svg" for c in ("memory", "decode", "ttft", "roofline", "cost", "frontier")]
+    ids = ("memory", "decode", "ttft", "roofline", "cost", "frontier", "cost-speed")
+    assert links == [f"charts/{c}.svg" for c in ids]
     for link in links:
         assert (example / link).read_text().startswith("<svg")
 
@@ -171,39 +174,58 @@ def test_recommendations_rank_options_that_meet_the_targets(frame, example):
     assert ctx["recommendations"][0]["license"] == "Llama 3.1 Community License"
 
 
-def test_memory_chart_data(frame):
-    data = charts.memory_data(frame)
-    # Llama-3.1-70B bf16 on H100 needs tp 2: 70,553,706,496 x 2 bytes / 2 GPUs = 65.71 GiB of weights
-    row = data.filter(
-        (pl.col("model") == "meta-llama/Llama-3.1-70B")
-        & (pl.col("option") == "h100-sxm · bf16 · tp2")
-        & (pl.col("component") == "weights")
-    )
-    assert row["gib"].item() == pytest.approx(70_553_706_496 * 2 / 2 / GIB)
-    assert row["usable_gib"].item() == pytest.approx(72.0)  # 80 GiB x 0.9
+@pytest.fixture(scope="module")
+def plan_rows(example) -> pl.DataFrame:
+    return pl.read_parquet(example / "plan.parquet")
+
+
+def test_memory_chart_draws_each_option_at_its_operating_point(frame, plan_rows):
+    data = charts.memory_data(frame, plan_rows)
+    # Llama-3.1-70B's first option on H100 is fp8 tp2 (1 byte per weight): 70,553,706,496 / 2 GPUs = 32.85 GiB
+    # of weights; without a workload the operating point is the batch itself, so the KV cache is the batch's
+    best = plan_rows.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("gpu") == "h100-sxm"))
+    best = best.filter(pl.col("rank") == best["rank"].min()).row(0, named=True)
+    assert (best["precision"], best["tp"], best["bytes_per_weight"]) == ("fp8", 2, 1.0)
+    rows = data.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("option") == "h100-sxm · fp8 · tp2"))
+    gib = dict(zip(rows["component"], rows["gib"], strict=True))
+    assert gib["weights"] == pytest.approx(70_553_706_496 / 2 / GIB)
+    assert gib["KV cache"] == pytest.approx(best["kv_cache_bytes"] / GIB) and gib["KV cache"] > 1  # visible
+    assert rows["usable_gib"][0] == pytest.approx(72.0)  # 80 GiB x 0.9
     assert set(data["component"]) == {"weights", "KV cache", "activations", "overhead"}
+    # ranked order: the recommended option first
+    first = data.filter(pl.col("model") == "meta-llama/Llama-3.1-70B").sort("_n")["option"][0]
+    assert first.startswith(
+        plan_rows.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("rank") == 1))["gpu"][0]
+    )
 
 
-def test_decode_chart_data(frame):
-    data = charts.decode_data(frame)
+def test_decode_chart_data(frame, plan_rows):
+    data = charts.decode_data(frame, plan_rows)
     row = data.filter(
         (pl.col("model") == "meta-llama/Llama-3.1-8B")
-        & (pl.col("option") == "h100-sxm · bf16 · tp1")
+        & (pl.col("gpu") == "h100-sxm")
         & (pl.col("batch") == 16)
-        & (pl.col("measure") == "replica (under load)")
+        & (pl.col("measure") == "per replica (under load)")
     )
+    option = row["option"].item()  # the ranked layout for h100-sxm
+    precision = option.split(" · ")[1]
     expected = frame.filter(
         (pl.col("model") == "meta-llama/Llama-3.1-8B")
         & (pl.col("gpu") == "h100-sxm")
-        & (pl.col("precision") == "bf16")
+        & (pl.col("precision") == precision)
         & (pl.col("batch") == 16)
     ).collect()
     assert row["tokens_per_s"].item() == expected["output_tokens_per_s"].item()
 
 
-def test_ttft_and_roofline_chart_data(frame):
-    ttft = charts.ttft_data(frame)
-    assert set(ttft["input_tokens"]) == {1024}
+def test_ttft_and_roofline_chart_data(frame, plan_rows):
+    ttft = charts.ttft_data(frame, plan_rows)
+    assert set(ttft["input_tokens"]) == {1024}  # one prompt length: TTFT at each option's operating point
+    one = ttft.filter((pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s")).row(0, named=True)
+    plan_l40s = plan_rows.filter((pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s"))
+    plan_l40s = plan_l40s.filter(pl.col("rank") == plan_l40s["rank"].min())
+    assert one["ttft_ms"] == pytest.approx(plan_l40s["ttft_s"].item() * 1000)
+    assert one["ttft_p90_ms"] == pytest.approx(plan_l40s["ttft_p90_s"].item() * 1000)
     points = charts.roofline_data(frame)
     roofs = charts.roofline_roofs(points)
     h100 = roofs.filter(pl.col("gpu") == "h100-sxm")
@@ -213,22 +235,58 @@ def test_ttft_and_roofline_chart_data(frame):
     assert (points["flops_per_s"] <= points["peak_flops_per_s"] * (1 + 1e-9)).all()
 
 
-def test_frontier_is_pareto(frame):
-    data = charts.frontier_data(frame)
+def test_frontier_is_pareto(frame, plan_rows):
+    data = charts.frontier_data(frame, plan_rows)
     for _, group in data.group_by(["model", "gpu"]):
         g = group.sort("per_user")
         assert g["per_gpu"].is_sorted(descending=True)  # faster per user only at a cost per GPU
 
 
-def test_cost_chart_only_with_prices(frame):
-    data = charts.cost_data(frame)
-    assert set(data["gpu"]) == {"h100-sxm", "l40s"}
+def test_cost_chart_only_with_prices(frame, plan_rows):
+    data = charts.cost_data(frame, plan_rows)
+    assert set(data["gpu"]) == {"h100-sxm", "l40s"} and data["metric"][0] == "USD per million output tokens"
     best = data.filter((pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s"))
-    fits = frame.filter(pl.col("fits") & (pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s"))
-    assert best["usd_per_million_output_tokens"].item() == fits.collect()["usd_per_million_output_tokens"].min()
-    unpriced = frame.with_columns(pl.lit(None, dtype=pl.Float64).alias("usd_per_million_output_tokens"))
-    assert charts.cost_data(unpriced).height == 0
-    assert "cost" not in [s.id for s, _ in charts.build_charts(unpriced)]
+    fits = plan_rows.filter(
+        pl.col("meets_slo") & (pl.col("model") == "meta-llama/Llama-3.1-8B") & (pl.col("gpu") == "l40s")
+    )
+    assert best["usd"].item() == fits["usd_per_million_output_tokens"].min()
+    unpriced = plan_rows.with_columns(pl.lit(None, dtype=pl.Float64).alias("usd_per_gpu_hour"))
+    assert charts.cost_data(frame, unpriced).height == 0
+    assert "cost" not in [s.id for s, *_ in charts.build_charts(frame, unpriced)]
+
+
+def test_every_gpu_of_the_ranked_options_is_in_every_per_gpu_chart(tmp_path):
+    """procurement.yaml: seven GPUs per model, all shown (the old charts kept the first 12 GPU x
+    precision series alphabetically and dropped h200-sxm, the recommended one). With more GPUs than
+    MAX_SERIES, the chart says how many it shows."""
+    out = pipeline.run(ROOT / "sweeps" / "procurement.yaml", tmp_path, formats=["parquet"])
+    frame = pl.scan_parquet(out.folder / "estimates.parquet")
+    options = pl.read_parquet(out.folder / "plan.parquet")
+    ranked = options.filter(pl.col("rank").is_not_null()).group_by("model").agg(pl.col("gpu").cast(pl.String).unique())
+    per_gpu = {
+        "memory": charts.memory_data,
+        "decode": charts.decode_data,
+        "ttft": charts.ttft_data,
+        "frontier": charts.frontier_data,
+    }
+    for name, data_of in per_gpu.items():
+        data = data_of(frame, options)
+        for model, gpus in ranked.rows():
+            shown = set(data.filter(pl.col("model") == model)["gpu"])
+            assert set(gpus) <= shown, (name, model, set(gpus) - shown)
+        assert charts.series_note(data) == ""
+    roof = charts.roofline_data(frame)
+    assert set(roof["gpu"]) == set(options["gpu"].cast(pl.String))
+    few = options.filter(pl.col("gpu").is_in(["h200-sxm", "mi300x", "b200"]))
+    from unittest import mock
+
+    with mock.patch.object(charts, "MAX_SERIES", 2):
+        data = charts.memory_data(frame, few)
+        note = charts.series_note(data)
+    assert "meta-llama/Llama-3.1-8B: 2 of 3 GPUs shown (the first 2 by rank; plan.csv has them all)" in note
+    firsts = few.filter(pl.col("rank").is_not_null()).sort("rank").group_by("model", maintain_order=True).first()
+    for model, gpu in firsts.select("model", pl.col("gpu").cast(pl.String)).rows():
+        assert gpu in set(data.filter(pl.col("model") == model)["gpu"])  # the recommended one is kept
 
 
 def test_configurations_table_lists_the_best_rows_first(frame, example):

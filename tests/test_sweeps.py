@@ -250,7 +250,10 @@ def test_too_many_rows_for_xlsx(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "XLSX_MAX_ROWS", 10)
     monkeypatch.setattr(pipeline, "XLSX_MAX_ROWS", 10)
     result = pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=None)
-    assert "estimates.xlsx not written: 72 rows exceed the 10-row limit" in result.notes
+    assert (
+        "estimates.xlsx not written: estimates has 72 rows, plan has 20 rows, more than the 10-row limit of a sheet"
+        in (result.notes)
+    )  # the answer itself (plan, options) is too long for a sheet: no workbook
     r = CliRunner().invoke(
         main, ["run", str(ROOT / "sweeps" / "example.yaml"), "-o", str(tmp_path / "x"), "--format", "xlsx"]
     )

@@ -46,6 +46,8 @@ METRICS: dict[tuple[str, str], tuple[str, float]] = {
     ("ttft_median_ms", "ms"): ("ttft_s", 1e-3),
     ("tpot_median_ms", "ms"): ("tpot_s", 1e-3),
     ("itl_median_ms", "ms"): ("tpot_s", 1e-3),
+    # end-to-end request latency (LLM-Inference-Bench's e2e_latency_ms; AIPerf/GuideLLM/SGLang means)
+    ("e2e_latency_ms", "ms"): ("request_latency_s", 1e-3),
 }
 MEDIAN_NOTE = "median compared with the estimated mean (the estimator gives means and TTFT p90/p99)"
 # Metrics read but not estimated: their rows are listed in unmapped.csv with the reason.

@@ -452,7 +452,12 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
         ) from None
     except OSError as e:
         raise LlmsweepError(f"{path}: cannot read measurements: {e.strerror or e}") from None
-    if p.suffix.lower() == ".json" or text.lstrip().startswith(("{", "[")):
+    from llmsweep.calibrate import formats  # AIPerf, GuideLLM, SGLang, vLLM sweeps, llama-batched-bench
+
+    rows = formats.read(p, text, defaults, _vllm_rows)
+    if rows is not None:
+        return _rows_to_result(rows, catalog)
+    if p.suffix.lower() in (".json", ".jsonl") or text.lstrip().startswith(("{", "[")):
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -469,7 +474,10 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
             if not defaults.get("gpu"):
                 raise LlmsweepError(f"{path}: vLLM results do not name the GPU; give --gpu")
             return _rows_to_result(_vllm_rows(data, defaults, p.name), catalog)
-        raise LlmsweepError(f"{path}: not a llama-bench (-o json) or vLLM benchmark_serving result")
+        raise LlmsweepError(
+            f"{path}: not a result llmsweep reads (llama-bench -o json, vLLM bench serve / sweep, SGLang "
+            "bench_serving, AIPerf profile_export, GuideLLM benchmarks.json, llama-batched-bench)"
+        )
     fields, rows = _csv_rows(p, text)
     if "avg_ts" in fields and "n_prompt" in fields:
         if not defaults.get("model"):

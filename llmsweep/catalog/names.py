@@ -102,6 +102,11 @@ class NameIndex:
         if suggestions is None:
             hits = did_you_mean(name, self._display, n=4)
             suggestions = list(dict.fromkeys(self._lookup[normalize(s)] for s in hits))
+        if not hint and self.kind == "model":  # a model the catalog lacks: say how to add one
+            hint = (
+                "`llmsweep models` lists them; for another model give the path of its config.json "
+                "(--model ./config.json) or add it under `models:` in a sweep"
+            )
         return UnknownNameError(self.kind, name, suggestions[:2], hint or f"`llmsweep {self.kind}s` lists them")
 
     def resolve(self, name: str) -> Resolved:
@@ -163,6 +168,22 @@ def parse_gpu(name: str) -> GpuName:
     return GpuName("-".join(family), memory, form)
 
 
+_BRACKET = re.compile(r"^(?P<out>[^(\[]*?)\s*[(\[](?P<inner>[^)\]]*)[)\]]\s*(?P<rest>.*)$")
+
+
+def _gpu_spellings(name: str) -> list[str]:
+    """Other readings of a GPU name with a bracketed variant or a trailing 'GPU', as tools print
+    them: 'Apple M1 Pro (14-core GPU)' -> 'Apple M1 Pro'; 'NVIDIA GB10 (DGX Spark)' -> 'NVIDIA
+    GB10', 'DGX Spark'; 'AMD MI300X GPU' -> 'AMD MI300X'."""
+    out = []
+    if m := _BRACKET.match(name.strip()):
+        out += [f"{m['out']} {m['rest']}".strip(), m["inner"].strip()]
+    plain = re.sub(r"\s+gpu$", "", name.strip(), flags=re.I)
+    if plain != name.strip():
+        out.append(plain)
+    return [x for x in dict.fromkeys(out) if x and x != name and "(" not in x and "[" not in x]
+
+
 class GpuIndex(NameIndex):
     """GPU names: exact ids and aliases, then family + memory size + form factor."""
 
@@ -193,6 +214,12 @@ class GpuIndex(NameIndex):
         want = parse_gpu(name)
         family = self._families.get(want.family, [])
         if not family:
+            for alt in _gpu_spellings(name):  # the variant in brackets, as vendors and tools print it
+                try:
+                    found = self.resolve(alt)
+                except LlmsweepError:
+                    continue
+                return Resolved(found.id, found.note)
             raise self._unknown(name)
         cands = [
             gid

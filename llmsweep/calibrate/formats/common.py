@@ -1,0 +1,57 @@
+"""What every benchmark format shares: a run's fields become rows in the measured-dev.csv schema
+(readers._measurement checks and maps them). A row is (id, fields) or (id, the problem's text)."""
+
+from __future__ import annotations
+
+import math
+
+Row = tuple[str, "dict | str"]
+
+
+class FormatError(ValueError):
+    """The whole file is not what its format says (one message, exit status 1)."""
+
+
+def base(defaults: dict, source: str, framework: str, **fields) -> dict:
+    """The configuration part of a row: what the file says, else what --gpu/--model/... give."""
+    row = {
+        "source": source,
+        "gpu": defaults.get("gpu") or fields.pop("gpu", "") or "",
+        "tp": defaults.get("tp", 1) if fields.get("tp") in (None, "") else fields.pop("tp"),
+        "pp": defaults.get("pp", 1),
+        "model": defaults.get("model") or fields.pop("model", "") or "",
+        "weight_precision": defaults.get("precision") or fields.pop("weight_precision", "") or "bf16",
+        "kv_precision": "",
+        "batch": "",
+        "input_len": "",
+        "output_len": "",
+        "framework": framework,
+    }
+    fields.pop("tp", None)
+    fields.pop("gpu", None)
+    fields.pop("model", None)
+    fields.pop("weight_precision", None)
+    row.update({k: v for k, v in fields.items() if v is not None})
+    return row
+
+
+def number(value) -> float | None:
+    """A finite number, or None (absent, text, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def mean_length(value) -> int | str:
+    """A dataset's mean length rounded to a whole token ('' when unknown)."""
+    v = number(value)
+    return "" if v is None else math.floor(v + 0.5)
+
+
+def metric_rows(rid: str, row: dict, values: list[tuple[str, object, str]]) -> list[Row]:
+    """One row per (metric, value, unit) whose value is present."""
+    return [
+        (f"{rid}:{metric}", {**row, "metric": metric, "value": value, "unit": unit})
+        for metric, value, unit in values
+        if value is not None
+    ]

@@ -1,0 +1,114 @@
+"""llama.cpp llama-batched-bench (tools/batched-bench/batched-bench.cpp): a markdown table
+
+|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |
+
+or, with `--output-format jsonl`, one object per row: {"n_kv_max", "n_batch", "n_ubatch",
+"flash_attn", "is_pp_shared", "n_gpu_layers", "n_threads", "n_threads_batch", "pp", "tg", "pl",
+"n_kv", "t_pp", "speed_pp", "t_tg", "speed_tg", "t", "speed"}. B (pl) sequences each prefill PP
+tokens and then generate TG tokens together; S_TG = B x TG / T_TG, S_PP = B x PP / T_PP.
+
+Mapped per row: S_TG / B -> decode_tok_s_per_seq at batch B (each sequence's rate while the B
+decode together, no prefill interleaved), and at B = 1 S_PP -> prefill_tok_s. The model and GPU
+are not in the output: --model and --gpu (the precision: --precision, or the model name's GGUF
+suffix).
+"""
+
+from __future__ import annotations
+
+import re
+
+from llmsweep.calibrate.formats.common import FormatError, Row, base, number
+
+JSONL_KEYS = {"pp", "tg", "pl", "speed_pp", "speed_tg"}
+TABLE_HEADER = ("PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s")
+
+
+# llama.cpp type names as GGUF repositories and files end (`...-Q8_0-GGUF`, `.Q4_K_M.gguf`, `-MXFP4`, `-F16`)
+_GGUF = re.compile(r"(?:^|[-_./])(I?Q\d(?:_K)?(?:_[A-Z0-9]+)?|MXFP4|BF16|F16|F32)(?=$|[-_.])", re.I)
+
+
+def gguf_type(model: str) -> str:
+    """The llama.cpp type a model's repository or file name states ('' when none); the precision
+    of a llama-batched-bench row unless --precision gives it."""
+    found = _GGUF.findall(model.rsplit("/", 1)[-1])
+    return found[-1] if found else ""
+
+
+def detect_line(record) -> bool:
+    return isinstance(record, dict) and record.keys() >= JSONL_KEYS
+
+
+def is_table(text: str) -> bool:
+    return any(_cells(line)[:3] == ["PP", "TG", "B"] for line in text.splitlines()[:200])
+
+
+def _cells(line: str) -> list[str]:
+    line = line.strip()
+    if not (line.startswith("|") and line.endswith("|")):
+        return []
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def table_records(text: str) -> list[dict | str]:
+    records: list[dict | str] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        cells = _cells(line)
+        if not cells:
+            continue
+        if cells[:3] == ["PP", "TG", "B"]:
+            header = cells
+            if tuple(cells) != TABLE_HEADER:
+                raise FormatError(f"the table's columns are {' | '.join(cells)}, not llama-batched-bench's")
+            continue
+        if header is None or set("".join(cells)) <= set("-: "):
+            continue
+        if len(cells) != len(header):
+            records.append(f"row has {len(cells)} cells, the header {len(header)}")
+            continue
+        try:
+            v = [float(c) for c in cells]
+        except ValueError:
+            records.append(f"row {' | '.join(cells)} holds text where numbers belong")
+            continue
+        records.append({"pp": v[0], "tg": v[1], "pl": v[2], "speed_pp": v[5], "speed_tg": v[7]})
+    if not records:
+        raise FormatError("no rows under the `| PP | TG | B | ...` header of llama-batched-bench")
+    return records
+
+
+def rows(records: list, defaults: dict, name: str) -> list[Row]:
+    out: list[Row] = []
+    for i, r in enumerate(records, start=1):
+        rid = f"{name}:{i}"
+        if isinstance(r, str):
+            out.append((rid, r))
+            continue
+        pp, tg, pl = number(r.get("pp")), number(r.get("tg")), number(r.get("pl"))
+        if pp is None or tg is None or not pl or pl != int(pl) or pl < 1:
+            out.append((rid, "pp, tg and pl must be numbers, pl a whole number of sequences"))
+            continue
+        row = base(
+            defaults,
+            f"llama-batched-bench {name}",
+            "llama.cpp (llama-batched-bench)",
+            weight_precision=gguf_type(defaults.get("model") or "") or "unknown",
+            batch=int(pl),
+            input_len=int(pp),
+            output_len=int(tg),
+        )
+        speed_tg, speed_pp = number(r.get("speed_tg")), number(r.get("speed_pp"))
+        if tg > 0 and speed_tg is not None:
+            out.append(
+                (f"{rid}:decode", {**row, "metric": "decode_tok_s_per_seq", "value": speed_tg / pl, "unit": "tok/s"})
+            )
+        if pl == 1 and pp > 0 and speed_pp is not None:
+            out.append(
+                (
+                    f"{rid}:prefill",
+                    {**row, "batch": 1, "output_len": 0, "metric": "prefill_tok_s", "value": speed_pp, "unit": "tok/s"},
+                )
+            )
+        if not (tg > 0 and speed_tg is not None) and not (pl == 1 and pp > 0):
+            out.append((rid, "no generation (TG 0) and a batched prefill (B > 1): nothing llmsweep compares"))
+    return out

@@ -1,0 +1,197 @@
+"""Charts a buyer would rather see than read: what each offer costs a month against the speed its
+users get, renting against buying month by month, and the GPUs the traffic needs. Plan rows in,
+altair charts out (no I/O); charts.py lists them after its own."""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import polars as pl
+
+from llmsweep.charts import MAX_SERIES, WIDTH, ChartSpec, gpu_color, layout_text, per_model, ranked_series
+
+
+def _plan(options: pl.DataFrame | None) -> pl.DataFrame:
+    if options is None or options.height == 0:
+        return pl.DataFrame()
+    rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits"))
+    return rows.filter(
+        (pl.col("input_tokens") == pl.col("input_tokens").min())
+        & (pl.col("output_tokens") == pl.col("output_tokens").min())
+    )
+
+
+def _fleets(rows: pl.DataFrame) -> bool:
+    return rows.height > 0 and rows["gpus_needed"].is_not_null().any() and rows["tco_usd"].is_not_null().any()
+
+
+# -- the frontier a buyer chooses on ----------------------------------------------------------------------
+def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Every priced option that meets the targets (layout x offer): what it costs a month (with a
+    workload: TCO / months; else one replica fully loaded, per million output tokens) against the
+    tokens/s each user gets, and whether it is on the frontier (no option both cheaper and faster)."""
+    rows = _plan(options)
+    if rows.height == 0 or rows["usd_per_gpu_hour"].is_null().all():
+        return pl.DataFrame()
+    fleets = _fleets(rows)
+    value = "tco_usd_per_month" if fleets else "usd_per_million_output_tokens"
+    rows = rows.filter(pl.col("meets_slo") & pl.col(value).is_not_null())
+    rows = rows.with_columns(
+        usd=pl.col(value),
+        metric=pl.lit("USD per month" if fleets else "USD per million output tokens"),
+        offer_label=pl.concat_str([pl.col("gpu"), pl.col("offer")], separator=" · "),
+        option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · "),
+        per_user=pl.col("decode_tokens_per_s_per_seq"),
+    ).sort(["model", "per_user", "usd"], descending=[False, True, False])
+    # frontier: walking from the fastest down, an option is on it when it is cheaper than every faster one
+    rows = rows.with_columns(_cheapest=pl.col("usd").cum_min().shift(1).over("model"))
+    rows = rows.with_columns(frontier=pl.col("_cheapest").is_null() | (pl.col("usd") < pl.col("_cheapest")))
+    return rows.select("model", "offer_label", "option", "per_user", "usd", "metric", "frontier", "batch")
+
+
+def cost_speed_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    metric = data["metric"][0]
+    fmt = "$,.0f" if metric == "USD per month" else "$,.3f"
+    y = alt.Y("usd:Q", title=metric, scale=alt.Scale(type="log"), axis=alt.Axis(format="$~s", labelOverlap=True))
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=45, opacity=0.75)
+        .encode(
+            x=alt.X("per_user:Q", title="tokens/s per user"),
+            y=y,
+            color=alt.Color("offer_label:N", title="GPU · offer", legend=alt.Legend(symbolType="circle")),
+            tooltip=["option:N", "batch:Q", alt.Tooltip("per_user:Q", format=",.1f"), alt.Tooltip("usd:Q", format=fmt)],
+        )
+    )
+    line = (
+        alt.Chart()
+        .transform_filter(alt.datum.frontier)
+        .mark_line(color="black", strokeWidth=1.5, interpolate="step-before")
+        .encode(x="per_user:Q", y="usd:Q", order="per_user:Q")
+    )
+    return per_model(alt.layer(line, dots, data=data), height=260)
+
+
+# -- rent or buy, month by month ---------------------------------------------------------------------------
+def rent_buy_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model with both kinds of offer (and a workload): the cash spent by month m over the horizon,
+    capex + m x opex / 12, for the cheapest bought and the cheapest rented fleet (by TCO), and the
+    month the purchase pays back, capex / (rent per month - bought opex per month), when it does."""
+    rows = _plan(options)
+    if not _fleets(rows):
+        return pl.DataFrame()
+    rows = rows.filter(pl.col("meets_slo") & pl.col("tco_usd").is_not_null())
+    bought = pl.col("price_source").str.starts_with("sweep: bought")
+    out = []
+    for (model,), group in rows.group_by(["model"], maintain_order=True):
+        picks = [group.filter(kind).sort("tco_usd").head(1) for kind in (bought, ~bought)]
+        if any(p.height == 0 for p in picks):
+            continue
+        b, r = (p.row(0, named=True) for p in picks)
+        horizon = b["horizon_years"] or 3.0
+        b_month, r_month = b["opex_usd_per_year"] / 12, r["opex_usd_per_year"] / 12
+        pays = b["capex_usd"] / (r_month - b_month) if r_month > b_month else None
+        # the horizon, or as far as the break-even month when it comes within twice the horizon
+        last = max(12 * horizon, min(pays or 0, 24 * horizon))
+        months = list(range(0, int(math.ceil(last)) + 1))
+        for row, label, capex, month in ((b, "buy", b["capex_usd"], b_month), (r, "rent", 0.0, r_month)):
+            name = f"{label}: {row['gpus_needed']} × {row['gpu']} {row['offer']}"
+            out += [
+                {"model": model, "fleet": name, "month": m, "usd": capex + m * month, "break_even": pays}
+                for m in months
+            ]
+    return pl.DataFrame(out) if out else pl.DataFrame()
+
+
+def rent_buy_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    lines = (
+        alt.Chart()
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=alt.X("month:Q", title="months from the purchase"),
+            y=alt.Y("usd:Q", title="cash spent (USD)", axis=alt.Axis(format="$~s")),
+            color=alt.Color("fleet:N", title=None, legend=alt.Legend(symbolType="stroke")),
+            tooltip=["fleet:N", "month:Q", alt.Tooltip("usd:Q", format="$,.0f")],
+        )
+    )
+    rule = (
+        alt.Chart()
+        .transform_filter("datum.break_even != null && datum.month == 0")
+        .transform_filter(f"datum.break_even <= {data['month'].max()}")
+        .mark_rule(strokeDash=[4, 3], color="black")
+        .encode(x="break_even:Q", tooltip=[alt.Tooltip("break_even:Q", title="pays back after (months)", format=".1f")])
+    )
+    return per_model(alt.layer(lines, rule, data=data), height=220)
+
+
+# -- GPUs against traffic -------------------------------------------------------------------------------------
+TRAFFIC_STEPS = [0.25 * k for k in range(1, 13)]  # x 0.25 to x 3 the sweep's peak
+
+
+def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per model, each GPU's best option (rank order, the first 6): GPUs needed at 0.25 to 3 times the
+    sweep's peak requests/s, (ceil(peak x (1 + headroom) / capacity per replica) + redundancy) x GPUs
+    per replica, the same sizing as the plan's."""
+    rows = _plan(options)
+    if rows.height == 0 or rows["peak_requests_per_s"].is_null().all():
+        return pl.DataFrame()
+    series = ranked_series(options).filter(pl.col("_n") < min(6, MAX_SERIES))
+    rows = rows.filter(pl.col("capacity_requests_per_s") > 0).join(
+        series.select("model", "gpu", "precision", "tp", "pp", "ep", "dp_attention", "_n"),
+        on=["model", "gpu", "precision", "tp", "pp", "ep", "dp_attention"],
+    )
+    rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
+    steps = pl.DataFrame({"factor": TRAFFIC_STEPS})
+    out = rows.join(steps, how="cross").with_columns(peak=pl.col("peak_requests_per_s") * pl.col("factor"))
+    out = out.with_columns(
+        gpus_at=(
+            (pl.col("peak") * (1 + pl.col("headroom")) / pl.col("capacity_requests_per_s")).ceil()
+            + pl.col("redundancy")
+        )
+        * pl.col("gpus"),
+        option=pl.concat_str([pl.col("gpu"), pl.col("precision"), layout_text()], separator=" · "),
+        sweep_peak=pl.col("peak_requests_per_s"),
+    )
+    return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak").sort(["model", "_n", "peak"])
+
+
+def gpus_traffic_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    lines = (
+        alt.Chart()
+        .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=30))
+        .encode(
+            x=alt.X("peak:Q", title="peak requests/s"),
+            y=alt.Y("gpus_at:Q", title="GPUs needed"),
+            color=gpu_color(data),
+            tooltip=["option:N", alt.Tooltip("peak:Q", format=",.1f"), "gpus_at:Q"],
+        )
+    )
+    rule = alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(x="mean(sweep_peak):Q")
+    return per_model(alt.layer(lines, rule, data=data), height=240)
+
+
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec(
+        "cost-speed",
+        "What each option costs against the speed its users get (the line: nothing both cheaper and faster)",
+        "Which offer should we choose?",
+        cost_speed_data,
+        cost_speed_chart,
+    ),
+    ChartSpec(
+        "rent-buy",
+        "Cash spent renting or buying, month by month (dashed: the month buying pays back)",
+        "Rent or buy?",
+        rent_buy_data,
+        rent_buy_chart,
+    ),
+    ChartSpec(
+        "gpus-traffic",
+        "GPUs needed against peak traffic (dashed: the sweep's)",
+        "What if traffic grows?",
+        gpus_traffic_data,
+        gpus_traffic_chart,
+    ),
+)
+__all__ = ["CHARTS", "WIDTH"]

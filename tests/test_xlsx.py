@@ -1,0 +1,63 @@
+"""estimates.xlsx for finance: columns as wide as their content, sheets that print, the answer even
+when the grid is too long for a sheet. Read back with openpyxl."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from llmsweep import export, pipeline
+from llmsweep.export import column_widths
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    pipeline.run(ROOT / "sweeps" / "procurement.yaml", out, formats=["xlsx"])
+    return openpyxl.load_workbook(out / "procurement" / "estimates.xlsx")
+
+
+def test_every_sheet_prints_landscape_one_page_wide_with_its_headers_repeated(book):
+    assert book.sheetnames == ["options", "plan", "estimates"]
+    for ws in book.worksheets:
+        assert ws.page_setup.orientation == "landscape", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage is True
+        # one page wide (fitToWidth is left out when 1, the OOXML default), as many tall as it takes
+        assert ws.page_setup.fitToWidth in (None, 1) and ws.page_setup.fitToHeight == 0
+        assert ws.print_title_rows == "$1:$2"  # the names and the units on every page
+        assert ws.freeze_panes == "A3"
+
+
+def test_columns_are_as_wide_as_what_they_show(book):
+    ws = book["options"]
+    headers = {cell.value: cell.column_letter for cell in ws[1]}
+    width = {h: ws.column_dimensions[col].width for h, col in headers.items()}
+    models = [c.value for c in ws[headers["Model"]][2:]]
+    longest = max(len(m) for m in models)  # meta-llama/Llama-3.3-70B-Instruct: 33 characters
+    assert longest == len("meta-llama/Llama-3.3-70B-Instruct")
+    assert width["Model"] >= longest + 2  # no model name cut off
+    # capex is shown as $#,##0.00: the largest, $3,975,000.00 or so, needs its 13+ characters, not 10 (###)
+    capex = [c.value for c in ws[headers["Capex (USD)"]][2:] if c.value is not None]
+    assert width["Capex (USD)"] >= len(f"${max(capex):,.2f}")
+    assert width["Price source"] >= len("sweep: rented (1y-reserved)")
+
+
+def test_widths_by_hand():
+    import polars as pl
+
+    frame = pl.DataFrame({"gpu": ["h100-sxm", "a100-80gb-sxm"], "capex_usd": [215_000.0, 1_270_000.0]})
+    # "a100-80gb-sxm" is 13 characters + 2; "$1,270,000.00" is 13 + 2 (the header capex_usd is 9)
+    assert column_widths(frame, ["", "USD"]) == [15, 15]
+    assert column_widths(pl.DataFrame({"x": ["y" * 500]}), [""]) == [export.XLSX_MAX_WIDTH]
+
+
+def test_a_grid_too_long_for_a_sheet_still_gets_its_options_and_plan(tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "XLSX_MAX_ROWS", 60)
+    monkeypatch.setattr(pipeline, "XLSX_MAX_ROWS", 60)
+    result = pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path)  # 72 configurations
+    assert any(n.startswith("estimates.xlsx has no estimates sheet: 72 rows") for n in result.notes)
+    book = openpyxl.load_workbook(tmp_path / "example" / "estimates.xlsx")
+    assert book.sheetnames == ["options", "plan"]
+    assert book["options"]["A1"].value == "Model" and book["options"].max_row > 2
