@@ -475,8 +475,8 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
                 raise LlmsweepError(f"{path}: vLLM results do not name the GPU; give --gpu")
             return _rows_to_result(_vllm_rows(data, defaults, p.name), catalog)
         raise LlmsweepError(
-            f"{path}: not a result llmsweep reads (llama-bench -o json, vLLM bench serve / sweep, SGLang "
-            "bench_serving, AIPerf profile_export, GuideLLM benchmarks.json, llama-batched-bench)"
+            f"{path}: not a llama-bench (-o json) or vLLM benchmark_serving result, nor a vLLM bench sweep, SGLang "
+            "bench_serving, AIPerf profile_export, GuideLLM benchmarks.json or llama-batched-bench file"
         )
     fields, rows = _csv_rows(p, text)
     if "avg_ts" in fields and "n_prompt" in fields:
