@@ -74,7 +74,7 @@ def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
         & (pl.col("output_tokens") == pl.col("output_tokens").min())
     )
     order = [pl.col("rank").is_null(), pl.col("rank"), pl.col("output_tokens_per_s_per_gpu")]
-    best = rows.sort(order, descending=[False, False, True], nulls_last=True).unique(
+    best = rows.sort(order, descending=[False, False, True], nulls_last=True, maintain_order=True).unique(
         ["model", "gpu"], keep="first", maintain_order=True
     )
     best = best.select(SERIES_KEYS).with_columns(_n=pl.int_range(pl.len()).over("model"), _total=pl.len().over("model"))
@@ -87,6 +87,11 @@ def _pick(frame: pl.DataFrame, series: pl.DataFrame, keys: list[str] = SERIES_KE
     cast = {k: frame.schema[k] for k in keys if k in frame.columns}
     chosen = chosen.with_columns([pl.col(k).cast(t) for k, t in cast.items()])
     return frame.join(chosen, on=keys, how="inner").sort(["model", "_n"])
+
+
+def rank_order(data: pl.DataFrame) -> list[str]:
+    """The chart's options in rank order (position, then model and name: the same every run)."""
+    return data.sort(["_n", "model", "option"])["option"].unique(maintain_order=True).to_list()
 
 
 def series_note(data: pl.DataFrame) -> str:
@@ -175,7 +180,7 @@ def _first(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
-    order = data.select("option", "_n").unique().sort("_n")["option"].to_list()
+    order = rank_order(data)
     bars = (
         alt.Chart()
         .mark_bar()
@@ -233,7 +238,7 @@ def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
 
 def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     tooltip = ["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")]
-    order = data.select("option", "_n").unique().sort("_n")["option"].to_list()
+    order = rank_order(data)
     if data["batch"].n_unique() == 1:  # one concurrency: a line would be a column of dots
         return per_model(
             alt.Chart(data)
@@ -310,7 +315,7 @@ def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
     data = data.with_columns(ttft=pl.col("ttft_ms") / div)
     tooltip = ["option:N", "input_tokens:Q", alt.Tooltip("ttft:Q", title=f"TTFT ({unit})", format=",.2f")]
     if data["input_tokens"].n_unique() == 1:  # one prompt length: bars (mean) and ticks (p90), not dots
-        order = data.sort("_n")["option"].to_list() if "_n" in data.columns else "x"
+        order = rank_order(data) if "_n" in data.columns else "x"
         bars = (
             alt.Chart()
             .mark_bar()
@@ -466,7 +471,7 @@ def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
             ),
             y=alt.Y(
                 "option:N",
-                sort=data.sort("_n")["option"].unique(maintain_order=True).to_list(),
+                sort=rank_order(data),
                 title=None,
                 axis=alt.Axis(labelLimit=260),
             ),

@@ -43,7 +43,7 @@ def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) ->
         offer_label=pl.concat_str([pl.col("gpu"), pl.col("offer")], separator=" · "),
         option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · "),
         per_user=pl.col("decode_tokens_per_s_per_seq"),
-    ).sort(["model", "per_user", "usd"], descending=[False, True, False])
+    ).sort(["model", "per_user", "usd", "option"], descending=[False, True, False, False], maintain_order=True)
     # frontier: walking from the fastest down, an option is on it when it is cheaper than every faster one
     rows = rows.with_columns(_cheapest=pl.col("usd").cum_min().shift(1).over("model"))
     rows = rows.with_columns(frontier=pl.col("_cheapest").is_null() | (pl.col("usd") < pl.col("_cheapest")))

@@ -424,8 +424,8 @@ def atomic_folder(target: Path, kind: str = "run", inputs: Iterable[str | os.Pat
     contents and folders of the path made for it are removed. Raises OutputFolderError, before
     anything is written, when `target` may not be replaced."""
     target = Path(target)
-    check_target(target, kind)
     check_inputs_outside(target, inputs)
+    check_target(target, kind)
     tmp: Path | None = None
     created: list[Path] = []
     try:
