@@ -13,7 +13,7 @@ from itertools import product
 import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
-from llmsweep.catalog.engines import AUTO, default_engine
+from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine
 from llmsweep.columns import SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates
 
@@ -65,6 +65,16 @@ def _frame(rows: list[dict]) -> pl.LazyFrame:
     return pl.LazyFrame({k: pl.Series(k, [r[k] for r in rows], dtype=SCHEMA.get(k)) for k in cols})
 
 
+def resolved_engines(catalog: Catalog, gpus: Sequence[str], engines: Sequence[str]) -> list[str]:
+    """The engines the grid's rows run (`auto` resolved per GPU family)."""
+    return list(
+        dict.fromkeys(
+            default_engine(catalog.gpu(g).family) if e == AUTO else e
+            for g, e in product(dict.fromkeys(gpus), dict.fromkeys(engines))
+        )
+    )
+
+
 def gpu_table(
     catalog: Catalog, gpus: Sequence[str], profile: Profile, engines: Sequence[str] = (AUTO,)
 ) -> pl.LazyFrame:
@@ -114,6 +124,10 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
                 "attention_heads": a.attention_heads,
                 "kv_heads": a.kv_heads,
                 "attention_head_dim": a.attention_head_dim,
+                "decode_attention_head_dim": a.decode_attention_head_dim,
+                "attention_topk": a.attention_topk,
+                "indexer_flops_per_key": 2.0 * a.attention_layers * a.indexer_heads * a.indexer_head_dim,
+                "indexer_elements_per_token": float(a.attention_layers * a.indexer_head_dim),
                 "vocab_size": a.vocab_size,
                 "max_context_tokens": a.max_context_tokens,
                 "experts": a.experts,
@@ -147,11 +161,8 @@ def model_precisions(catalog: Catalog, axes: Axes) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
-def precision_tables(
-    catalog: Catalog, gpus: Sequence[str], precisions: Sequence[str], kv_precisions: Sequence[str]
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """(gpu x precision facts: compute dtype after fallback, peak rate, notes;
-    precision x kv_precision: bytes per KV element, with `auto` = the 16-bit activation dtype)."""
+def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[str]) -> pl.LazyFrame:
+    """gpu x precision facts: compute dtype after fallback, peak rate, notes."""
     rates = []
     for gid, pid in product(dict.fromkeys(gpus), dict.fromkeys(precisions)):
         g, p = catalog.gpu(gid), catalog.precision(pid)
@@ -170,12 +181,38 @@ def precision_tables(
                 "notes": note,
             }
         )
-    kv = []
-    for pid, kid in product(dict.fromkeys(precisions), dict.fromkeys(kv_precisions)):
+    return _frame(rates)
+
+
+def kv_table(
+    catalog: Catalog,
+    engines: Sequence[str],
+    models: Sequence[str],
+    precisions: Sequence[str],
+    kv_precisions: Sequence[str],
+) -> pl.LazyFrame:
+    """engine x model x precision x kv_precision: the KV format in force (`kv_cache_format`; `auto`
+    = the engine's own choice, catalog/engines.auto_kv_precision, else the 16-bit activation dtype)
+    and its bytes per element."""
+    rows = []
+    for eid, mid, pid, kid in product(*(dict.fromkeys(x) for x in (engines, models, precisions, kv_precisions))):
         p = catalog.precision(pid)
-        kv_bytes = p.activation_bytes if kid == "auto" else catalog.precision(kid).bytes_per_weight
-        kv.append({"precision": pid, "kv_precision": kid, "kv_bytes_per_element": kv_bytes})
-    return _frame(rates), _frame(kv)
+        model = catalog.model(mid)
+        modelopt = "hf_quant_config" in (model.default_precision_source or "")
+        engine_choice = auto_kv_precision(eid, p.compute_dtype, model.architecture.is_mla, modelopt)
+        fmt = (engine_choice or p.activation_dtype) if kid == "auto" else kid
+        kv_bytes = p.activation_bytes if fmt == p.activation_dtype else catalog.precision(fmt).bytes_per_weight
+        rows.append(
+            {
+                "engine": eid,
+                "model": mid,
+                "precision": pid,
+                "kv_precision": kid,
+                "kv_cache_format": fmt,
+                "kv_bytes_per_element": kv_bytes,
+            }
+        )
+    return _frame(rows)
 
 
 def _bytes_per_s(gbps: float | None) -> float | None:
@@ -268,7 +305,9 @@ def grid_parts(
     contexts: Sequence[int] | None = None,
 ) -> GridParts:
     pairs = model_precisions(catalog, axes)
-    rates, kv = precision_tables(catalog, axes.gpu, [p for _, p in pairs], axes.kv_precision)
+    precisions = [p for _, p in pairs]
+    rates = precision_table(catalog, axes.gpu, precisions)
+    kv = kv_table(catalog, resolved_engines(catalog, axes.gpu, axes.engine), axes.model, precisions, axes.kv_precision)
     by_model = pl.LazyFrame(
         {"model": [m for m, _ in pairs], "precision": [p for _, p in pairs]},
         schema={"model": SCHEMA["model"], "precision": SCHEMA["precision"]},
@@ -284,7 +323,7 @@ def grid_parts(
         .join(_axis("ep", dict.fromkeys(axes.ep)), **_CROSS)
         .join(_axis("dp_attention", dict.fromkeys(axes.dp_attention)), **_CROSS)
         .join(rates, on=["gpu", "precision"], **left)
-        .join(kv, on=["precision", "kv_precision"], **left)
+        .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
     )
     lengths = _axis("input_tokens", dict.fromkeys(axes.input_tokens)).join(
         _axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS

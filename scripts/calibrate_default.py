@@ -21,35 +21,50 @@ Deterministic: the same data and code give the same files.
 
 from __future__ import annotations
 
+import multiprocessing
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import polars as pl
 import yaml
 
 from llmsweep import __version__
-from llmsweep.calibrate import Measurement, calibrate, compare, cross_validate, read_file, source_key, summary
-from llmsweep.calibrate.comparison import Evaluator
-from llmsweep.calibrate.fitting import BOUNDS
-from llmsweep.catalog import load_catalog
+from llmsweep.calibrate import Measurement, compare, cross_validate, fit, read_file, source_key, summary
+from llmsweep.calibrate.bands import bands
+from llmsweep.calibrate.comparison import Evaluator, comparison_frame
+from llmsweep.calibrate.fitting import BOUNDS, FitResult
+from llmsweep.catalog import Profile, load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = (ROOT / "tests" / "data" / "measured-dev.csv", ROOT / "tests" / "data" / "measured-load-dev.csv")
-LOADED = "ai-dynamo/aiconfigurator"  # the source of measured-load-dev.csv
+DATA = ROOT / "tests" / "data"
+FILES = (DATA / "measured-dev.csv", DATA / "measured-load-dev.csv", DATA / "measured-serving-dev.csv")
+LOADED = "ai-dynamo/aiconfigurator"  # the source of measured-load-dev.csv and part of measured-serving-dev.csv
+# Models with routed experts (for the MoE / dense split of the tables).
+MOE = "experts"
 
 
 def by_source_or_model(m: Measurement) -> str:
-    """The held-out groups: each source of measured-dev.csv, each model of measured-load-dev.csv."""
+    """The held-out groups of "leave one model out": each source of measured-dev.csv, each model of
+    the loaded files (measured-load-dev.csv and the aggregated rows of measured-serving-dev.csv)."""
     key = source_key(m.source)
-    return f"{key}: {m.model}" if key == LOADED else key
+    return m.model if m.batch != "max" and key in (LOADED, "SemiAnalysisAI/InferenceX") else key
 
 
 def by_engine(m: Measurement) -> str:
     return m.engine
 
 
+def by_gpu(m: Measurement) -> str:
+    """Leave one GPU out: H100 and B300 (the loaded files) against each other; the single-stream
+    rows of measured-dev.csv on other GPUs stay in every training set."""
+    return m.gpu if m.gpu in ("h100-sxm", "b300") else "other"
+
+
 def table(frame: pl.DataFrame, by: str) -> str:
     lines = [
-        f"| {by} | rows | median abs. error | 90th pct abs. error | median ratio |",
+        f"| {by} | rows | median abs. error | 90th pct abs. error | median ratio (bias) |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for r in summary(frame, by).iter_rows(named=True):
@@ -58,14 +73,50 @@ def table(frame: pl.DataFrame, by: str) -> str:
     return "\n".join(lines)
 
 
-def tables(frame: pl.DataFrame) -> str:
-    loaded = frame.filter(pl.col("source") == LOADED)
-    parts = [table(frame, "metric"), table(frame, "source"), table(frame, "engine")]
-    parts.append(
-        "Loaded measurements (measured-load-dev.csv) per model and metric:\n\n"
-        + table(loaded.with_columns(model_metric=pl.col("model") + " · " + pl.col("metric")), "model_metric")
+def loaded(frame: pl.DataFrame, moe: set[str]) -> pl.DataFrame:
+    """The TTFT / TPOT rows at a stated concurrency, with the keys the tables group by."""
+    rows = frame.filter(pl.col("metric").is_in(["ttft_ms", "tpot_ms"]) & (pl.col("batch") != "max"))
+    kind = pl.when(pl.col("model").is_in(list(moe))).then(pl.lit("MoE")).otherwise(pl.lit("dense"))
+    return rows.with_columns(
+        engine_metric=pl.col("engine") + " · " + pl.col("metric"),
+        kind_metric=kind + " · " + pl.col("metric"),
+        gpu_metric=pl.col("gpu") + " · " + pl.col("metric"),
     )
+
+
+def tables(frame: pl.DataFrame, moe: set[str]) -> str:
+    rows = loaded(frame, moe)
+    parts = [table(frame, "metric"), table(frame, "source")]
+    parts += [table(rows, "kind_metric"), table(rows, "engine_metric"), table(rows, "gpu_metric")]
     return "\n\n".join(parts)
+
+
+def headline(frames: dict[str, pl.DataFrame], moe: set[str]) -> str:
+    """Median |error| (and median ratio) of TPOT and TTFT per validation, overall, MoE and SGLang."""
+    lines = [
+        "| validation | TPOT | TTFT | MoE TPOT | MoE TTFT | SGLang TPOT |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for title, frame in frames.items():
+        rows = loaded(frame, moe).with_columns(err=(pl.col("ratio") - 1).abs())
+
+        def cell(selector: pl.Expr, rows: pl.DataFrame = rows) -> str:
+            part = rows.filter(selector)
+            if not part.height:
+                return "–"
+            return f"{part['err'].median():.0%} ({part['ratio'].median():.2f})"
+
+        tpot, ttft = pl.col("metric") == "tpot_ms", pl.col("metric") == "ttft_ms"
+        is_moe = pl.col("model").is_in(list(moe))
+        cells = [
+            cell(tpot),
+            cell(ttft),
+            cell(tpot & is_moe),
+            cell(ttft & is_moe),
+            cell(tpot & (pl.col("engine") == "sglang")),
+        ]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def rounded_profile(doc: dict) -> dict:
@@ -81,30 +132,58 @@ def rounded_profile(doc: dict) -> dict:
     return out
 
 
-def main() -> None:
+def _measurements() -> tuple[list[Measurement], int]:
     catalog = load_catalog()
     reads = [read_file(path, catalog) for path in FILES]
-    ms = [m for r in reads for m in r.measurements]
-    skipped = sum(len(r.skipped) for r in reads)
+    return [m for r in reads for m in r.measurements], sum(len(r.skipped) for r in reads)
+
+
+def _validate(init: Profile, groups: tuple[Callable[[Measurement], str], ...]) -> list[pl.DataFrame]:
+    """Cross-validations by `groups` in a process of their own (built from the files again)."""
+    catalog = load_catalog()
     start = catalog.profile("literature")
-    result = calibrate(ms, start, catalog, group=by_source_or_model)
-    by_engine_oos = cross_validate(Evaluator.build(ms, start, catalog), start, by_engine)
+    ev = Evaluator.build(_measurements()[0], start, catalog)
+    return [cross_validate(ev, start, group, init=init) for group in groups]
+
+
+def main() -> None:
+    began = time.perf_counter()
+    catalog = load_catalog()
+    ms, skipped = _measurements()
+    moe = {m.model for m in ms if catalog.model(m.model).architecture.experts}
+    start = catalog.profile("literature")
+    ev = Evaluator.build(ms, start, catalog)
+    fitted = fit(ev, start, list(range(len(ev.measurements))))
+    # The three cross-validations are independent: leave one model out here, the other two in a
+    # second process (the machine's two cores), each fold starting from the fit on every row.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        others = pool.submit(_validate, fitted, (by_engine, by_gpu))
+        by_model_oos = cross_validate(ev, start, by_source_or_model, init=fitted)
+        by_engine_oos, by_gpu_oos = others.result()
+    band = bands(by_model_oos)
+    result = FitResult(
+        fitted.model_copy(update={"bands": band}),
+        comparison_frame(ev.measurements, ev.estimate(fitted)),
+        by_model_oos,
+        comparison_frame(ev.measurements, ev.estimate(start)),
+        band,
+    )
     ideal = compare(ms, "ideal", catalog)
     doc = result.profile.model_dump()
     doc["description"] = (
         f"Fitted on {len(ms):,} published measurements (measured-dev.csv: llama.cpp, TensorRT-LLM, ExLlamaV2, "
-        "vLLM; measured-load-dev.csv: TensorRT-LLM, vLLM and SGLang under load on H100 SXM) by "
-        "scripts/calibrate_default.py, starting from `literature`, per engine where the data allow; "
-        "see docs/fidelity.md for its errors."
+        "vLLM; measured-load-dev.csv: TensorRT-LLM, vLLM and SGLang under load on H100 SXM and B300 SXM; "
+        "the aggregated rows of measured-serving-dev.csv) by scripts/calibrate_default.py, starting from "
+        "`literature`, per engine where the data allow; see docs/fidelity.md for its errors."
     )
     doc["sources"] = [
-        "tests/data/measured-dev.csv and tests/data/measured-load-dev.csv (copies of shared/reference; "
-        "sources per row)",
+        "tests/data/measured-dev.csv, measured-load-dev.csv and measured-serving-dev.csv (copies of "
+        "shared/reference; sources per row)",
         *start.sources,
     ]
     header = (
-        "# Generated by scripts/calibrate_default.py (fitted on tests/data/measured-dev.csv and "
-        "measured-load-dev.csv). Do not edit.\n"
+        "# Generated by scripts/calibrate_default.py (fitted on tests/data/measured-dev.csv, "
+        "measured-load-dev.csv and measured-serving-dev.csv). Do not edit.\n"
     )
     (ROOT / "llmsweep" / "catalog" / "default-profile.yaml").write_text(
         header + yaml.safe_dump({"profiles": {"default": rounded_profile(doc)}}, sort_keys=False, width=110)
@@ -128,46 +207,57 @@ def main() -> None:
         default_in_sample=result.in_sample["estimated"],
         default_out_of_sample=result.out_of_sample["estimated"],
         default_leave_engine_out=by_engine_oos["estimated"],
+        default_leave_gpu_out=by_gpu_oos["estimated"],
     )
     (ROOT / "docs").mkdir(exist_ok=True)
     residuals.write_csv(ROOT / "docs" / "fidelity-residuals.csv")
-    sections = []
-    for title, frame in (
-        (
-            "default, out of sample (leave one source out; for the loaded measurements, one model out)",
-            result.out_of_sample,
-        ),
-        ("default, leave one engine out (the engine's rows scored without its own efficiencies)", by_engine_oos),
-        ("default, in sample (fitted on every row; optimistic)", result.in_sample),
-        ("ideal (pure roofline, no fitting)", ideal),
-    ):
-        sections.append(f"### {title}\n\n{tables(frame)}\n")
-    bands = "\n".join(f"| {g} | ×{lo:.2f} | ×{hi:.2f} |" for g, (lo, hi) in result.bands.items())
+    validations = {
+        "leave one model out (measured-dev.csv: one source out)": result.out_of_sample,
+        "leave one GPU out (H100 SXM against B300 SXM)": by_gpu_oos,
+        "leave one engine out (the engine's rows scored without its own efficiencies)": by_engine_oos,
+        "in sample (fitted on every row; optimistic)": result.in_sample,
+        "ideal (pure roofline, no fitting)": ideal,
+    }
+    sections = [f"### {title}\n\n{tables(frame, moe)}\n" for title, frame in validations.items()]
+    seconds = time.perf_counter() - began
+    band_rows = "\n".join(f"| {g} | ×{lo:.2f} | ×{hi:.2f} |" for g, (lo, hi) in result.bands.items())
     text = f"""# How accurate is llmsweep?
 
-Generated by `python scripts/calibrate_default.py` (llmsweep {__version__}) from
-`tests/data/measured-dev.csv` and `tests/data/measured-load-dev.csv`: {len(ms):,} published
-measurements ({skipped} rows could not be mapped to a configuration and are listed by
-`llmsweep calibrate`). measured-dev.csv has single-stream decode and prefill, TTFT and throughput
-from four sources (a llama.cpp benchmark across consumer, data-center and Apple GPUs;
-TensorRT-LLM's performance tables; ExLlamaV2; vLLM on H100/A100); measured-load-dev.csv has mean
-TTFT and TPOT at a fixed client concurrency (closed loop) on H100 SXM from NVIDIA's aiconfigurator
-silicon sample, for TensorRT-LLM, vLLM and SGLang, dense and MoE models (including attention
-data-parallel and expert-parallel layouts). Every row is listed with its estimates in
-`docs/fidelity-residuals.csv`. Ratio = estimated / measured; absolute error = |ratio - 1|.
+Generated by `python scripts/calibrate_default.py` (llmsweep {__version__}; {seconds:.0f} s on the
+machine that ran it, fit and every validation) from `tests/data/measured-dev.csv`,
+`measured-load-dev.csv` and `measured-serving-dev.csv`: {len(ms):,} published measurements
+({skipped} rows could not be mapped to a configuration and are listed by `llmsweep calibrate`:
+the disaggregated and speculative-decoding rows of measured-serving-dev.csv, which the
+aggregated estimator does not model). measured-dev.csv has single-stream decode and prefill, TTFT
+and throughput from four sources (a llama.cpp benchmark across consumer, data-center and Apple
+GPUs; TensorRT-LLM's performance tables; ExLlamaV2; vLLM on H100/A100); measured-load-dev.csv has
+mean TTFT and TPOT at a fixed client concurrency (closed loop) on H100 SXM and B300 SXM from
+NVIDIA's aiconfigurator silicon sample, for TensorRT-LLM, vLLM and SGLang, dense and MoE models
+(including attention data-parallel and expert-parallel layouts across servers); the aggregated rows
+of measured-serving-dev.csv are DeepSeek-R1 on B300 with SGLang (InferenceX). Every row is listed
+with its estimates in `docs/fidelity-residuals.csv`. Ratio = estimated / measured; absolute error
+= |ratio - 1|; the median ratio is the bias (below 1: optimistic, too fast).
 
 **How `default` is made.** The `literature` profile (first values from published utilisation
-figures) is fitted by minimising the squared log error: bandwidth efficiency and the per-step and
-per-layer overheads shared by every row, then bandwidth efficiency per GPU family (8 rows or more),
-then, per serving engine with 8 rows or more, its own bandwidth and compute efficiency, per-step
-and per-request overhead, and per engine x GPU family its own bandwidth efficiency. Each level is
-pulled towards the level above it by a prior worth 8 rows, so a value backed by few rows stays
-close to its parent and no engine's rows set another engine's efficiency (an engine with no rows
-uses the shared values, `generic`). The loaded figures (TTFT, TPOT at a concurrency) are the
-operating-point model's (docs/serving.md). The honest figures are the **out-of-sample** ones:
-each source's rows (for the loaded file, each model's rows) are scored by a profile fitted on the
-others only, and separately each engine's rows by a profile fitted without that engine. Rows whose
-batch the source does not state (vLLM's max-throughput runs) are compared but never fitted.
+figures) is fitted by minimising the squared log error: bandwidth efficiency and the per-step,
+per-layer and per-MoE-layer overheads shared by every row, then bandwidth efficiency per GPU family
+(8 rows or more), then, per serving engine with 8 rows or more, its own bandwidth and compute
+efficiency, per-step and per-request overhead, and per engine x GPU family its own bandwidth
+efficiency. Each level is pulled towards the level above it by a prior worth 8 rows, so a value
+backed by few rows stays close to its parent and no engine's rows set another engine's efficiency
+(an engine with no rows uses the shared values, `generic`). The loaded figures (TTFT, TPOT at a
+concurrency) are the operating-point model's (docs/serving.md). The honest figures are the
+**out-of-sample** ones: each model's rows (for measured-dev.csv, each source's) scored by a
+profile fitted on the others only; each GPU's (H100 against B300); each engine's. Rows whose batch
+the source does not state (vLLM's max-throughput runs) are compared but never fitted.
+
+## Headline: TTFT and TPOT at a stated concurrency
+
+Median absolute error (median ratio in brackets) of the loaded rows:
+
+{headline(validations, moe)}
+
+## Per metric, source, model kind, engine and GPU
 
 {chr(10).join(sections)}
 ## Uncertainty bands
@@ -178,7 +268,7 @@ times ÷ factor):
 
 | metric group | low | high |
 | --- | ---: | ---: |
-{bands}
+{band_rows}
 
 ## Known blind spots
 
@@ -186,10 +276,14 @@ times ÷ factor):
   per-engine values capture the average difference; a new engine (leave one engine out above)
   gets the shared values and the largest errors. Calibrate on your own engine's results
   (`llmsweep calibrate FILE --fit`).
-- **Bandwidth efficiency at its bound.** For TensorRT-LLM the fit reaches the upper
-  bound (0.95): the decode step is estimated slower than measured even at full bandwidth, which
-  points at bytes the estimator counts and the engines do not read (the KV-cache precision of the
-  loaded measurements is not stated and is taken as 16-bit; an fp8 cache halves it).
+- **SGLang on B300 (aiconfigurator's sample, SGLang 0.5.1 and nightlies).** DeepSeek, GLM-5 and
+  Qwen3.5 prefill there 3-10 times slower than the same engine's H100 rows imply (8k-token
+  DeepSeek prompts take 0.5-1.3 s on four GPUs, a few per cent of the FP8/FP4 peak): the fit gives
+  SGLang x Blackwell its own compute efficiency, but a GPU left out cannot learn it, which is most
+  of the leave-one-GPU-out TTFT error. Calibrate on your engine's own results on your GPU.
+- **KV-cache precision is an engine default, not a measured fact.** TensorRT-LLM caches FP8 for
+  NVFP4 and ModelOpt FP8 checkpoints, SGLang for FP8/FP4 MLA models; the loaded files do not state
+  it, and TensorRT-LLM's block-FP8 Qwen3 rows fit a 16-bit cache better, as the rule says.
 - **Scheduling is an engine setting.** SGLang's closed-loop waves (`burst_share` 1 in the profile)
   follow from its default scheduler; a server started with `--enable-mixed-chunk` mixes prompts
   into decode batches as vLLM does and is better described with a smaller `burst_share`.

@@ -115,7 +115,7 @@ def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog
     seen: list[list[int]] = []
     real_fit = cal.fit
 
-    def spy(ev_, start, rows):
+    def spy(ev_, start, rows, init=None):
         seen.append(list(rows))
         return real_fit(ev_, start, rows[:0])  # skip the optimisation: only the row sets matter here
 

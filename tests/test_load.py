@@ -41,6 +41,7 @@ def toy(**over) -> pl.DataFrame:
         "comm_fixed_s": 0.0,
         "comm_s_per_token": 0.0,
         "dp_attention": 1,
+        "max_running_requests": 0.0,
         "expert_share": 1.0,
         "fixed_step_s": 0.0,
         "request_overhead_s": 0.0,
@@ -231,6 +232,20 @@ def test_more_clients_than_slots_wait_for_one():
     assert eight["ttft_s"] == pytest.approx(four["ttft_s"] + four["request_latency_s"])
     assert eight["requests_per_s_per_replica"] == pytest.approx(four["requests_per_s_per_replica"])
     assert eight["load_note"] == load.SLOT_WAIT
+
+
+def test_the_engines_limit_on_running_requests_queues_like_a_full_kv_cache():
+    # max_running_requests 4 (max_batch 1,000): the same operating point as 4 KV slots, said as the
+    # engine's limit; per attention data-parallel rank: 2 ranks of 2 slots are 4 slots too
+    four = closed(toy(batch=4))
+    limited = closed(toy(batch=8, max_running_requests=4.0))
+    assert limited["request_latency_s"] == pytest.approx(2 * four["request_latency_s"])
+    assert limited["ttft_s"] == pytest.approx(four["ttft_s"] + four["request_latency_s"])
+    assert limited["load_note"] == load.ADMISSION_WAIT
+    per_rank = load.admission_slots()
+    assert toy(max_running_requests=2.0, dp_attention=2).select(per_rank).item() == 4.0
+    assert toy(max_running_requests=0.0).select(per_rank).item() == 1000.0  # 0: the KV cache alone
+    assert closed(toy(batch=4, max_running_requests=4.0))["load_note"] is None
 
 
 # -- the catalog's models ------------------------------------------------------------------------------------------

@@ -83,7 +83,8 @@ def test_unmappable_rows_are_listed_with_a_reason(tmp_path):
 
 
 # -- serving under load (tests/data/measured-load-dev.csv, a copy of shared/reference's: mean TTFT and
-# TPOT at a fixed client concurrency on H100 SXM, aiconfigurator silicon sample, commit in `source`)
+# TPOT at a fixed client concurrency on H100 SXM and B300 SXM, aiconfigurator silicon sample, commit
+# in `source`)
 @pytest.fixture(scope="module")
 def loaded():
     return read_measurements(DATA / "measured-load-dev.csv")
@@ -91,9 +92,9 @@ def loaded():
 
 def test_loaded_rows_map_to_configurations(loaded):
     mapped, skipped = loaded
-    assert len(mapped) + len(skipped) == 1620
+    assert len(mapped) + len(skipped) == 2130
     compared = compare(mapped, "default").filter(pl.col("estimated").is_not_null())
-    assert compared.height / 1620 >= 0.95  # the issue's coverage target; every other row has a reason
+    assert compared.height / 2130 >= 0.95  # the issue's coverage target; every other row has a reason
     assert all(s["reason"] for s in skipped)
 
 
@@ -114,9 +115,18 @@ def test_sglang_serves_identical_requests_in_synchronised_waves(loaded):
     wave's prefill queue and its TPOT is close to the bare decode step (docs/serving.md, step 6).
     The shipped default says so for SGLang only (burst_share 1): its rows' median errors stay
     small, where the steady-state model alone was 68 % (TTFT) and 41 % (TPOT) off."""
-    frame = compare(loaded[0], "default").filter(pl.col("engine") == "sglang")
+    frame = compare(loaded[0], "default").filter((pl.col("engine") == "sglang") & (pl.col("gpu") == "h100-sxm"))
     errors = frame.group_by("metric").agg((pl.col("ratio") - 1).abs().median().alias("e"))
-    assert dict(errors.iter_rows()) == {"tpot_ms": pytest.approx(0, abs=0.15), "ttft_ms": pytest.approx(0, abs=0.25)}
+    assert dict(errors.iter_rows()) == {"tpot_ms": pytest.approx(0, abs=0.10), "ttft_ms": pytest.approx(0, abs=0.22)}
+
+
+def test_sglang_on_b300_stays_the_known_blind_spot(loaded):
+    """SGLang's B300 rows (DeepSeek, GLM-5, Qwen3.5 on early Blackwell builds) prefill several times
+    slower than its H100 rows imply; in sample the fit brings their TPOT within 20 % and TTFT
+    within 50 % (docs/fidelity.md, blind spots). A change that makes them worse shows here."""
+    frame = compare(loaded[0], "default").filter((pl.col("engine") == "sglang") & (pl.col("gpu") == "b300"))
+    errors = dict(frame.group_by("metric").agg((pl.col("ratio") - 1).abs().median()).iter_rows())
+    assert errors["tpot_ms"] <= 0.20 and errors["ttft_ms"] <= 0.50
 
 
 def test_same_engine_decode_follows_bandwidth_across_vendors():

@@ -12,7 +12,7 @@ from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
 from llmsweep.estimate import add_estimates, load
-from llmsweep.grid import MAX, gpu_table, model_table, precision_tables
+from llmsweep.grid import MAX, gpu_table, kv_table, model_table, precision_table
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
@@ -66,13 +66,13 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
     gpus, engines, models, precisions, kvs = (
         keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "engine", "model", "precision", "kv_precision")
     )
-    rates, kv = precision_tables(catalog, gpus, precisions, kvs)
+    rates, kv = precision_table(catalog, gpus, precisions), kv_table(catalog, engines, models, precisions, kvs)
     return (
         keys.lazy()
         .join(gpu_table(catalog, gpus, profile, engines), on=["gpu", "engine"], **_LEFT)
         .join(model_table(catalog, models), on="model", **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
-        .join(kv, on=["precision", "kv_precision"], **_LEFT)
+        .join(kv, on=["engine", "model", "precision", "kv_precision"], **_LEFT)
         .collect()
     )
 

@@ -26,26 +26,37 @@ BOUNDS = {
     "compute_efficiency": (0.1, 0.95),
     "step_overhead_s": (0.0, 0.01),
     "layer_overhead_s": (0.0, 0.0001),
+    "moe_layer_overhead_s": (0.0, 0.0005),
     "request_overhead_s": (0.0, 0.5),
 }
 # A weak prior keeps the fit near the literature values unless the data clearly disagree: the penalty
 # is PRIOR_WEIGHT x (squared log change of each efficiency + squared overhead change in units of SCALE).
 PRIOR_WEIGHT = 0.1
-SCALE = {"step_overhead_s": 0.001, "layer_overhead_s": 0.00002, "request_overhead_s": 0.01}
+SCALE = {
+    "step_overhead_s": 0.001,
+    "layer_overhead_s": 0.00002,
+    "moe_layer_overhead_s": 0.00005,
+    "request_overhead_s": 0.01,
+}
 MIN_FAMILY_ROWS = 8  # a GPU family gets its own efficiencies when it has this many fittable rows
+
+
+TOLERANCE = 1e-6  # stop when the simplex's losses differ by less (moves estimates by < 0.3 %)
+WARM_STEP = 0.3  # a warm start (cross-validation folds from the full fit) explores this share of STEPS
 
 
 def _nelder_mead(
     f: Callable[[list[float]], float], x0: list[float], step: list[float], iterations: int = 300
 ) -> list[float]:
-    """A small, dependency-free Nelder-Mead minimiser (bounds are handled by the caller's clipping)."""
+    """A small, dependency-free Nelder-Mead minimiser (bounds are handled by the caller's clipping),
+    stopped when the simplex's losses agree to TOLERANCE."""
     n = len(x0)
     simplex = [list(x0)] + [[x0[j] + (step[j] if j == i else 0.0) for j in range(n)] for i in range(n)]
     values = [f(x) for x in simplex]
     for _ in range(iterations):
         order = sorted(range(n + 1), key=values.__getitem__)
         simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if abs(values[-1] - values[0]) < 1e-10:
+        if abs(values[-1] - values[0]) < TOLERANCE:
             break
         centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
         worst = simplex[-1]
@@ -122,38 +133,49 @@ def _clip(name: str, v: float) -> float:
 # twice the FP32-accumulate peak the catalog uses; TensorRT-LLM and vLLM do not), so a value fitted on
 # one engine's prefill mispredicts the others'. Cross-validation showed it: fitting it made the
 # out-of-sample prefill error worse (38 %) than leaving it (26 %).
-SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s")
+SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s", "moe_layer_overhead_s")
 FAMILY_PARAMS = ("bandwidth_efficiency",)
 # Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
 # enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the
 # shared values, then each engine x GPU family its own bandwidth efficiency, pulled towards the
 # engine's. The pull is a prior worth PRIOR_ROWS rows: strong for a few rows, weak for many.
 ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "request_overhead_s")
-ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency",)
+# Compute efficiency too: an engine reaches a different share of each generation's tensor peak (FP8/FP4
+# GEMMs on Blackwell, bf16 on Hopper), and an engine x family without rows keeps the engine's value.
+ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency", "compute_efficiency")
 PRIOR_ROWS = 8
 STEPS = {
     "bandwidth_efficiency": 0.1,
     "compute_efficiency": 0.1,
     "step_overhead_s": 0.0005,
     "layer_overhead_s": 0.00001,
+    "moe_layer_overhead_s": 0.00002,
     "request_overhead_s": 0.02,
 }
 
 
-def fit(ev: Evaluator, start: Profile, rows: list[int]) -> Profile:
+def _steps(names: tuple[str, ...], warm: bool) -> list[float]:
+    return [STEPS[n] * (WARM_STEP if warm else 1.0) for n in names]
+
+
+def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = None) -> Profile:
     """Fit on the measurements at `rows`: the shared parameters first, then each GPU family's
-    bandwidth efficiency where the family has enough rows (overheads stay shared)."""
+    bandwidth efficiency where the family has enough rows (overheads stay shared), then each
+    engine's. Priors pull towards `start`; the search starts from `init` when given (a warm start:
+    the cross-validation folds start from the fit on every row, which changes where the search
+    begins, not what it minimises)."""
     rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
         return start
     train = ev.subset(rows)  # each candidate is evaluated on the fitted rows only, all in one pass
+    origin = init or start
 
     def shared_loss(x: list[float]) -> float:
         params = {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, x, strict=True)}
         return _loss(train, train.estimate_series(_with(start, params, {}))) + _prior(start.defaults, params)
 
-    x0 = [getattr(start.defaults, n) for n in SHARED_PARAMS]
-    best = _nelder_mead(shared_loss, x0, [STEPS[n] for n in SHARED_PARAMS])
+    x0 = [getattr(origin.defaults, n) for n in SHARED_PARAMS]
+    best = _nelder_mead(shared_loss, x0, _steps(SHARED_PARAMS, init is not None))
     profile = _with(start, {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, best, strict=True)}, {})
     families = train.families
     for fam in sorted(set(families)):
@@ -167,17 +189,18 @@ def fit(ev: Evaluator, start: Profile, rows: list[int]) -> Profile:
             prior = _prior(base.for_family(fam), override)
             return _loss(fam_ev, fam_ev.estimate_series(_with(base, {}, {fam: override}))) + prior
 
-        eff = profile.for_family(fam)
-        x = _nelder_mead(
-            fam_loss, [getattr(eff, n) for n in FAMILY_PARAMS], [STEPS[n] for n in FAMILY_PARAMS], iterations=150
-        )
+        x0 = [getattr((init or profile).for_family(fam), n) for n in FAMILY_PARAMS]
+        x = _nelder_mead(fam_loss, x0, _steps(FAMILY_PARAMS, init is not None), iterations=150)
         profile = _with(profile, {}, {fam: {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}})
-    return fit_engines(train, profile)
+    return fit_engines(train, profile, init)
 
 
-def _shrunk_fit(ev: Evaluator, profile: Profile, engine: str, family: str, names: tuple[str, ...]) -> Profile:
+def _shrunk_fit(
+    ev: Evaluator, profile: Profile, engine: str, family: str, names: tuple[str, ...], init: Profile | None = None
+) -> Profile:
     """Fit `names` for `engine` (its defaults when family is "", else engine x family) on the rows
-    of `ev`, with a prior towards the values in force before, worth PRIOR_ROWS rows."""
+    of `ev`, with a prior towards the values in force before, worth PRIOR_ROWS rows (the search
+    starts from `init`'s values when given)."""
     start = profile.for_family(family, engine)
     weight = PRIOR_ROWS / max(len(ev.measurements), 1)
 
@@ -186,11 +209,12 @@ def _shrunk_fit(ev: Evaluator, profile: Profile, engine: str, family: str, names
         candidate = _with(profile, {}, {family: params}, engine=engine)
         return _loss(ev, ev.estimate_series(candidate)) + weight * _prior(start, params)
 
-    x = _nelder_mead(loss, [getattr(start, n) for n in names], [STEPS[n] for n in names], iterations=150)
+    x0 = [getattr((init or profile).for_family(family, engine), n) for n in names]
+    x = _nelder_mead(loss, x0, _steps(names, init is not None), iterations=150)
     return _with(profile, {}, {family: {n: _clip(n, v) for n, v in zip(names, x, strict=True)}}, engine=engine)
 
 
-def fit_engines(train: Evaluator, profile: Profile) -> Profile:
+def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:
     """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS), then each
     of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent."""
     engines, families = train.engines, train.families
@@ -198,11 +222,11 @@ def fit_engines(train: Evaluator, profile: Profile) -> Profile:
         rows = [i for i, e in enumerate(engines) if e == engine]
         if len(rows) < MIN_FAMILY_ROWS:
             continue
-        profile = _shrunk_fit(train.subset(rows), profile, engine, "", ENGINE_PARAMS)
+        profile = _shrunk_fit(train.subset(rows), profile, engine, "", ENGINE_PARAMS, init)
         for fam in sorted({families[i] for i in rows}):
             fam_rows = [i for i in rows if families[i] == fam]
             if len(fam_rows) >= MIN_FAMILY_ROWS:
-                profile = _shrunk_fit(train.subset(fam_rows), profile, engine, fam, ENGINE_FAMILY_PARAMS)
+                profile = _shrunk_fit(train.subset(fam_rows), profile, engine, fam, ENGINE_FAMILY_PARAMS, init)
     return profile
 
 
@@ -219,19 +243,25 @@ def by_source(m: Measurement) -> str:
     return source_key(m.source)
 
 
-def cross_validate(ev: Evaluator, start: Profile, group: Callable[[Measurement], str] = by_source) -> pl.DataFrame:
+def cross_validate(
+    ev: Evaluator,
+    start: Profile,
+    group: Callable[[Measurement], str] = by_source,
+    init: Profile | None = None,
+) -> pl.DataFrame:
     """Leave one group out (by default one source): fit on the other groups, score the held-out
-    one. Every row is scored by a profile that never saw it."""
+    one. Every row is scored by a profile that never saw it (`init`: where each fold's search
+    starts, e.g. the fit on every row)."""
     ms = ev.measurements
     sources = [group(m) for m in ms]
     estimated: list[float | None] = [None] * len(ms)
     for held in sorted(set(sources)):
         train = [i for i, s in enumerate(sources) if s != held]
         test = [i for i, s in enumerate(sources) if s == held]
-        profile = fit(ev, start, train)
-        values = ev.estimate(profile)
-        for i in test:
-            estimated[i] = values[i]
+        profile = fit(ev, start, train, init)
+        values = ev.subset(test).estimate(profile)
+        for i, value in zip(test, values, strict=True):
+            estimated[i] = value
     return comparison_frame(ms, estimated)
 
 
@@ -244,8 +274,8 @@ def calibrate(
     ev = Evaluator.build(measurements, start, catalog)
     ms = ev.measurements  # as compared: rows without a tp at the layout llmsweep chose
     before = comparison_frame(ms, ev.estimate(start))
-    oos = cross_validate(ev, start, group)
     profile = fit(ev, start, list(range(len(ms))))
+    oos = cross_validate(ev, start, group, init=profile)
     band = bands(oos)
     profile = profile.model_copy(update={"bands": band})
     return FitResult(profile, comparison_frame(ms, ev.estimate(profile)), oos, before, band)

@@ -77,6 +77,13 @@ class Architecture:
     state_bytes_per_sequence: int = 0  # fixed recurrent state of one sequence, all state layers
     window_kind: str | None = None  # "sliding" or "chunked"
     indexer_head_dim: int = 0  # DSA lightning-indexer key cached per token per layer (0 = none)
+    indexer_heads: int = 0  # DSA indexer query heads (index_n_heads)
+    attention_topk: int | None = None  # DSA: cached tokens each query attends to (index_topk); None = all
+    # Per head and cached key, multiply-adds of one decode step's attention / 2 (so FLOPs per key =
+    # 4 x L x h_q x this): the head dim for GQA; MLA decodes absorbed, in the latent:
+    # q.k over kv_lora_rank + qk_rope_head_dim and attention.v over kv_lora_rank, (2 x 512 + 64) / 2
+    # = 544 for DeepSeek-V3 (FlashMLA), where prefill computes per head (192 + 128) / 2 = 160.
+    decode_attention_head_dim: float = 0.0
     shared_experts: int = 0
     dense_layers: int = 0  # layers with a dense MLP in an MoE model (first_k_dense_replace, interleaving)
 
@@ -283,6 +290,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         q_lora = _get(cfg, "q_lora_rank", where, False)
         mla_width = kv_lora + rope
         attn_dim = (nope + rope + v_dim) / 2
+        decode_dim = (2 * kv_lora + rope) / 2
         q_params = (d * q_lora + q_lora + q_lora * h_q * (nope + rope)) if q_lora else d * h_q * (nope + rope)
         attn_params = q_params + d * (kv_lora + rope) + kv_lora + kv_lora * h_q * (nope + v_dim) + h_q * v_dim * d
         if index_dim:  # wq_b, wk, k_norm (LayerNorm: weight + bias), weights_proj
@@ -292,7 +300,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         per_layer_kv = per_layer_kv_window = mla_width + index_dim
     else:
         mla_width = 0
-        attn_dim = float(d_h)
+        attn_dim = decode_dim = float(d_h)
         attn_params = d * (h_q + 2 * h_kv) * d_h + h_q * d_h * d
         if cfg.get("attn_output_gate"):  # Qwen3.5: q_proj also emits a per-head output gate
             attn_params += d * h_q * d_h
@@ -421,6 +429,9 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         state_bytes_per_sequence=n_state * state_bytes,
         window_kind=window_kind if n_window else None,
         indexer_head_dim=index_dim,
+        indexer_heads=_get(cfg, "index_n_heads", where) if index_dim else 0,
+        attention_topk=_get(cfg, "index_topk", where) if index_dim else None,
+        decode_attention_head_dim=decode_dim,
         shared_experts=shared,
         dense_layers=dense_layers,
     )

@@ -26,6 +26,9 @@ class Efficiency(BaseModel):
     compute_efficiency: typed("efficiency") = lim("efficiency")
     step_overhead_s: typed("overhead_s") = lim("overhead_s")
     layer_overhead_s: typed("overhead_s") = lim("overhead_s")
+    # MoE layers run kernels a dense MLP does not (router top-k, token permutation, grouped GEMMs,
+    # un-permutation): a fixed time per MoE layer per forward pass; 0 in profiles written before it.
+    moe_layer_overhead_s: typed("overhead_s") = lim("overhead_s", 0.0)
     allreduce_latency_s: typed("overhead_s") = lim("overhead_s")
     # Across servers (estimate/parallel.py); defaulted so that older profile files keep working.
     network_latency_s: typed("overhead_s") = lim("overhead_s", NETWORK_LATENCY_S)
@@ -39,6 +42,9 @@ class Efficiency(BaseModel):
     # Serving under load (estimate/load.py); defaulted so that older profile files keep working.
     request_overhead_s: typed("overhead_s") = lim("overhead_s", REQUEST_OVERHEAD_S)
     burst_share: typed("share") = lim("share", BURST_SHARE)
+    # The engine's limit on running requests per attention data-parallel rank (vLLM max_num_seqs,
+    # SGLang max_running_requests, TensorRT-LLM max_batch_size); 0 = none beyond the KV cache.
+    max_running_requests: typed("running_requests") = lim("running_requests", 0)
 
 
 class EngineOverrides(BaseModel):

@@ -49,6 +49,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             overhead_bytes=memory.overhead_bytes(),
             flops_per_token=compute.flops_per_token(),
             attention_flops_per_key=compute.attention_flops_per_key(),
+            decode_attention_flops_per_key=compute.decode_attention_flops_per_key(),
             window_fraction=compute.window_fraction(),
             routed_expert_bytes=compute.routed_expert_bytes(),
             expert_miss_log=compute.expert_miss_log(),

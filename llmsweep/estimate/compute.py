@@ -29,6 +29,15 @@ def attention_flops_per_key() -> pl.Expr:
     return 4 * c.attention_layers * c.attention_heads * c.attention_head_dim
 
 
+def decode_attention_flops_per_key() -> pl.Expr:
+    """4 x L_attn x h_q x d_dec: a decode step's attention FLOPs for one query against one cached
+    key. d_dec = d_h for GQA; MLA (DeepSeek, Kimi, GLM-5) decodes absorbed in its latent: q.k over
+    kv_lora_rank + rope (576) and attention.v over kv_lora_rank (512) per head, d_dec = 1,088 / 2 =
+    544, 3.4 times the 160 of its prefill (FlashMLA; DeepSeek-V2 report §2.1.2). DeepSeek-V3: 4 x 61
+    x 128 x 544 = 16,990,208 FLOPs per cached key, against 4,997,120 prefilled."""
+    return 4 * c.attention_layers * c.attention_heads * c.decode_attention_head_dim
+
+
 def window_fraction() -> pl.Expr:
     """Share of layers that use a sliding window (0 for full attention everywhere)."""
     return (c.kv_window_elements_per_token / c.kv_elements_per_token).fill_nan(0.0)
@@ -57,8 +66,9 @@ def seconds_per_byte() -> pl.Expr:
 
 
 def fixed_step_s() -> pl.Expr:
-    """Fixed cost of one forward pass: per step + L x per layer (profile)."""
-    return c.step_overhead_s + c.layers * c.layer_overhead_s
+    """Fixed cost of one forward pass: per step + L x per layer + L_moe x per MoE layer (profile).
+    DeepSeek-R1 in `literature`: 0.5 ms + 61 x 10 us + 58 x 10 us = 1.69 ms."""
+    return c.step_overhead_s + c.layers * c.layer_overhead_s + c.moe_layers * c.moe_layer_overhead_s
 
 
 def ridge_point() -> pl.Expr:
@@ -69,13 +79,26 @@ def ridge_point() -> pl.Expr:
 # -- per row ----------------------------------------------------------------------------------
 
 
+def _windowed_span(tokens: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Sum over positions i = 1..S of min(i, W): S^2 / 2, or S W - W^2 / 2 for W < S (null W: S^2 / 2)."""
+    full = tokens * tokens / 2
+    return pl.when(tokens > w).then(tokens * w - w * w / 2).otherwise(full)
+
+
 def attention_span(tokens: pl.Expr) -> pl.Expr:
     """Sum over positions i = 1..S of the keys attended to, min(i, W): S^2 / 2 for full causal
-    attention; S W - W^2 / 2 for a window W < S (layers mixed by window_fraction)."""
-    full = tokens * tokens / 2
-    w = c.sliding_window_tokens
-    windowed = pl.when(tokens > w).then(tokens * w - w * w / 2).otherwise(full)
+    attention; S W - W^2 / 2 for a window W < S (layers mixed by window_fraction). DSA attends to
+    the top-k cached keys of each query: a window of k for the FLOPs (the indexer scores all)."""
+    full = _windowed_span(tokens, c.attention_topk)
+    windowed = _windowed_span(tokens, c.sliding_window_tokens)
     return full + c.window_fraction * (windowed - full)
+
+
+def attended_keys(context: pl.Expr) -> pl.Expr:
+    """Keys one decode query attends to at `context` cached tokens: the context, min(context, W) in
+    window layers (mixed by window_fraction), at most the top-k with DSA."""
+    full = pl.min_horizontal(context, c.attention_topk)
+    return full + c.window_fraction * (pl.min_horizontal(context, c.sliding_window_tokens) - full)
 
 
 def experts_touched(tokens: pl.Expr) -> pl.Expr:
@@ -109,7 +132,8 @@ def prefill_flops() -> pl.Expr:
     (= 2 L S_in^2 h_q d_h without windows). Example: Llama-3.1-8B, 2,048 tokens:
     2 x 8.03e9 x 2048 + 2 x 32 x 2048^2 x 32 x 128 = 3.29e13 + 1.10e12 = 3.40e13 FLOPs."""
     s = c.input_tokens.cast(pl.Float64)
-    return c.flops_per_token * s + c.attention_flops_per_key * attention_span(s)
+    indexer = c.indexer_flops_per_key * s * s / 2  # DSA's indexer scores every earlier token
+    return c.flops_per_token * s + c.attention_flops_per_key * attention_span(s) + indexer
 
 
 def prefill_bytes() -> pl.Expr:
@@ -137,16 +161,21 @@ def mean_decode_context() -> pl.Expr:
 
 def decode_flops_per_sequence() -> pl.Expr:
     """One sequence's share of a decode step: 2 x P_a + attention over its cache
-    4 x L x c x h_q x d_h (windowed layers read min(c, W) keys)."""
+    4 x L x h_q x d_dec x keys (decode_attention_flops_per_key; windowed layers read min(c, W) keys,
+    DSA the top-k) + DSA's indexer over all c cached keys."""
     ctx = mean_decode_context()
-    keys = ctx + c.window_fraction * (pl.min_horizontal(ctx, c.sliding_window_tokens) - ctx)
-    return c.flops_per_token + c.attention_flops_per_key * keys
+    attention = c.decode_attention_flops_per_key * attended_keys(ctx)
+    return c.flops_per_token + attention + c.indexer_flops_per_key * ctx
 
 
 def decode_kv_bytes_per_sequence() -> pl.Expr:
     """KV one sequence's decode step reads at the mean context, counted on every tp rank that
-    holds a replica of it."""
-    return kv_sequence_bytes(mean_decode_context()) * c.kv_read_replicas
+    holds a replica of it. With DSA the step reads the latents of the top-k keys only, and the
+    indexer keys of every cached token: KV(min(c, k)) + indexer bytes x (c - min(c, k))."""
+    ctx = mean_decode_context()
+    read = pl.min_horizontal(ctx, c.attention_topk)
+    indexer = c.indexer_elements_per_token * c.kv_bytes_per_element * (ctx - read)
+    return (kv_sequence_bytes(read) + indexer) * c.kv_read_replicas
 
 
 def decode_flops_per_step() -> pl.Expr:

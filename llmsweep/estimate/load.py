@@ -47,6 +47,16 @@ from llmsweep.estimate.parallel import comm_s
 PERCENTILES = {"p90": 0.9, "p99": 0.99}
 SATURATED = "saturated: the request rate exceeds what the replica can serve"
 SLOT_WAIT = "concurrency exceeds max_batch: requests wait for a KV-cache slot"
+ADMISSION_WAIT = "concurrency exceeds the engine's max_running_requests: requests queue for a slot"
+
+
+def admission_slots() -> pl.Expr:
+    """Requests the replica runs at once: what the KV cache holds (max_batch, at least 1), and at most
+    the engine's limit per attention data-parallel rank x dp_attention (max_running_requests; 0 = none):
+    vLLM's max_num_seqs 1024 on an H100, 8 ranks of 1,024 with dp_attention 8."""
+    kv = pl.max_horizontal(c.max_batch, 1).cast(pl.Float64)
+    limit = c.max_running_requests * c.dp_attention
+    return pl.when(c.max_running_requests > 0).then(pl.min_horizontal(kv, limit)).otherwise(kv)
 
 
 def step_s(b: pl.Expr) -> pl.Expr:
@@ -168,7 +178,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     ttft_p99_s, request_latency_s, requests_per_s_per_replica, output_tokens_per_s,
     decode_tokens_per_s_per_seq, prefill_fraction and load_note.
 
-    Derivation. Let n = min(C, max_batch) requests hold a KV slot (the rest wait for one), k =
+    Derivation. Let n = min(C, slots) requests hold a slot (the rest wait for one; slots =
+    admission_slots: the KV cache's max_batch, capped by the engine's max_running_requests), k =
     S_out - 1, and let a request spend TTFT in prefill and D = k ITL decoding, R = TTFT + D, X = n / R.
 
     1. Others decoding while a request decodes: b = (n - 1) D / R (each other request decodes a
@@ -218,7 +229,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     weight; the slot wait and overhead are added as constants.
     """
     conc = (c.batch if concurrency is None else concurrency).cast(pl.Float64)
-    n = pl.min_horizontal(conc, pl.max_horizontal(c.max_batch, 1).cast(pl.Float64))
+    slots = admission_slots()
+    n = pl.min_horizontal(conc, slots)
     lf = frame.with_columns(
         _m=n - 1,
         # weights read per step at this batch (MoE: the experts it touches) + fixed costs
@@ -277,7 +289,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
             ttft_s=pl.col("_ttftn") + slot,
             request_latency_s=r_n + slot,
             **{f"ttft_{name}_s": quantile(q) for name, q in PERCENTILES.items()},
-            load_note=pl.when(conc > n).then(text(SLOT_WAIT)),
+            load_note=pl.when(conc <= n)
+            .then(text(None))
+            .when(slots < pl.max_horizontal(c.max_batch, 1))
+            .then(text(ADMISSION_WAIT))
+            .otherwise(text(SLOT_WAIT)),
         )
         .with_columns(
             ttft_wait_s=c.ttft_s - p,
@@ -360,7 +376,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     first = c.request_overhead_s + pl.col("_s")
     ttft = first + peff + wait
     latency = ttft + d
-    saturated = (~pl.col("_ok")) | (rho >= 1) | (lam * latency > pl.max_horizontal(c.max_batch, 1))
+    saturated = (~pl.col("_ok")) | (rho >= 1) | (lam * latency > admission_slots())
     ok = ~saturated
     lf = lf.with_columns(
         saturated=saturated,

@@ -1,0 +1,65 @@
+"""Decode attention of MLA and DSA models (llmsweep/estimate/compute.py), values derived by hand.
+
+MLA (DeepSeek-V3/R1, Kimi K2, GLM-5) decodes in its compressed latent ("absorbed"): per head and
+cached key, q.k over kv_lora_rank + qk_rope_head_dim = 512 + 64 multiply-adds and attention.v over
+kv_lora_rank = 512, so 2 x 1,088 FLOPs, where prefill computes per head over (192 + 128) dims.
+DSA (DeepSeek-V3.2, GLM-5) attends to the top-k (2,048) cached keys a lightning indexer picks,
+scoring every cached key with index_n_heads x index_head_dim multiply-adds per layer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import estimate_row
+
+R1, GLM5, L31_8B = "deepseek-ai/DeepSeek-R1", "zai-org/GLM-5", "meta-llama/Llama-3.1-8B"
+
+
+def test_mla_decode_attention_is_absorbed_in_the_latent():
+    # DeepSeek-R1: 4 x 61 layers x 128 heads x (2 x 512 + 64) / 2 = 16,990,208 FLOPs per cached key
+    # (prefill: 4 x 61 x 128 x (192 + 128) / 2 = 4,997,120). At 1,024 in / 256 out the mean context
+    # is 1,024 + 128 = 1,152 keys: per sequence 2 x 37,552,297,472 + 16,990,208 x 1,152
+    # = 75,104,594,944 + 19,572,719,616 = 94,677,314,560 FLOPs.
+    row = estimate_row(gpu="b200", model=R1, precision="fp8", tp=8, batch=1)
+    assert row["decode_attention_flops_per_key"] == 4 * 61 * 128 * 544 == 16_990_208
+    assert row["attention_flops_per_key"] == 4 * 61 * 128 * 160 == 4_997_120
+    assert row["decode_flops_per_step"] == 2 * 37_552_297_472 + 16_990_208 * 1_152 == 94_677_314_560
+    # ideal: the compute term is the plain roofline, FLOPs / (tp x peak): 94,677,314,560 / (8 x 4.5e15)
+    assert row["decode_compute_s"] == pytest.approx(94_677_314_560 / (8 * row["peak_flops_per_s"]), rel=1e-12)
+
+
+def test_gqa_decode_attention_is_unchanged():
+    # Llama-3.1-8B: 4 x 32 x 32 heads x 128 = 524,288 FLOPs per key, prefill and decode alike
+    row = estimate_row(gpu="h100-sxm", model=L31_8B, batch=1)
+    assert row["decode_attention_flops_per_key"] == row["attention_flops_per_key"] == 524_288
+
+
+def test_dsa_decode_attends_to_the_top_k_and_indexes_every_key():
+    # GLM-5 at 8,192 in / 1,024 out: mean context 8,192 + 512 = 8,704 cached tokens. The main
+    # attention reads 2,048 of them: 4 x 78 x 64 x 544 x 2,048 = 22,246,588,416 FLOPs; the indexer
+    # scores all 8,704: 2 x 78 x 32 heads x 128 = 638,976 FLOPs per key, x 8,704 = 5,561,647,104.
+    row = estimate_row(gpu="b200", model=GLM5, precision="fp8", tp=8, input_tokens=8192, output_tokens=1024, batch=1)
+    assert row["indexer_flops_per_key"] == 638_976
+    attention = 4 * 78 * 64 * 544 * 2_048
+    assert attention == 22_246_588_416
+    assert row["decode_flops_per_step"] == 2 * 41_784_728_832 + attention + 638_976 * 8_704
+    # Bytes: the latents (512 + 64) and indexer keys (128) of the 2,048 picked tokens, 78 layers
+    # x 704 elements x 2 bytes = 109,824 bytes each, and the indexer keys of the other 6,656:
+    # 78 x 128 x 2 = 19,968 bytes each; every one of the 8 tp ranks reads its copy of the latent.
+    kv = 2_048 * 109_824 + (8_704 - 2_048) * 19_968
+    assert kv == 357_826_560
+    assert row["decode_kv_bytes_per_sequence"] == 8 * kv
+    # without DSA the step would read all 8,704 tokens' 109,824 bytes: 2.7 times as much
+    assert 8_704 * 109_824 / kv == pytest.approx(2.67, abs=0.01)
+
+
+def test_dsa_prefill_attention_is_a_window_of_the_top_k():
+    # Each of the 8,192 prompt tokens attends to at most 2,048 earlier ones: span = 8,192 x 2,048
+    # - 2,048^2 / 2 = 14,680,064 (not 8,192^2 / 2 = 33,554,432); the indexer scores all
+    # 33,554,432 pairs. FLOPs = 2 P_a S + 4 x 78 x 64 x 256 x span + 638,976 x S^2 / 2.
+    row = estimate_row(gpu="b200", model=GLM5, precision="fp8", tp=8, input_tokens=8192, output_tokens=1, batch=1)
+    span = 8_192 * 2_048 - 2_048**2 / 2
+    assert span == 14_680_064
+    expected = 2 * 41_784_728_832 * 8_192 + 4 * 78 * 64 * 256 * span + 638_976 * 8_192**2 / 2
+    assert row["prefill_flops"] == pytest.approx(expected, rel=1e-12)
