@@ -141,6 +141,7 @@ def _entry(obj) -> dict:
         "compute_dtype",
         "memory_gb",
         "memory_bandwidth_gbps",
+        "family",
         "dense_tflops",
         "reference_id",
         "sources",

@@ -425,8 +425,40 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         },
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
+        "in_force": values_in_force(options, cat),
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+IN_FORCE = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s")
+
+
+def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
+    """The efficiency values every row ran with, per engine x GPU (the profile's defaults overridden
+    per engine and per GPU family), from the plan's rows, so a reader can recompute a TPOT by hand."""
+    cols = [c for c in IN_FORCE if c in options.columns]
+    if not cols or options.height == 0:
+        return []
+    rows = (
+        options.with_columns(pl.col(pl.Categorical).cast(pl.String))
+        .group_by(["engine", "gpu"], maintain_order=True)
+        .agg([pl.col(c).drop_nulls().first() for c in cols])
+        .sort(["engine", "gpu"])
+    )
+    gpus = catalog.get("gpus") or {}
+
+    def bandwidth(gpu: str) -> int | None:
+        gbps = (gpus.get(gpu) or {}).get("memory_bandwidth_gbps")
+        return None if gbps is None else round(gbps)
+
+    return [
+        {
+            **r,
+            "family": (gpus.get(r["gpu"]) or {}).get("family", ""),
+            "bandwidth_gbps": bandwidth(r["gpu"]),
+        }
+        for r in rows.iter_rows(named=True)
+    ]
 
 
 def has_targets(spec: dict) -> bool:

@@ -332,3 +332,25 @@ def test_a_sweep_without_targets_says_so_and_gives_no_verdict(example):
         assert "Meets targets" not in text and "recommended**" not in text and "<b>recommended</b>" not in text
     assert html.index('id="answer"') < html.index('id="summary"') < html.index('class="options"')
     assert "No latency targets." in html.split('id="summary"')[0]
+
+
+def test_method_shows_the_values_in_force_per_engine_and_gpu(example, plan_rows):
+    """Every row ran with its engine x GPU family's efficiencies, not the profile file's top-level
+    defaults: the method section lists those, as plan.csv has them."""
+    import json
+
+    from llmsweep.report import f_num, f_seconds
+
+    md = (example / "report.md").read_text().split("## Method")[1]
+    manifest = json.loads((example / "manifest.json").read_text())
+    for gpu, family, bandwidth in (("h100-sxm", "hopper", "3,350"), ("l40s", "ada", "864")):
+        row = plan_rows.filter(pl.col("gpu") == gpu).row(0, named=True)
+        line = (
+            f"| vllm | {gpu} ({family}) | {bandwidth} GB/s | {f_num(row['bandwidth_efficiency'])} | "
+            f"{f_num(row['compute_efficiency'])} | {f_seconds(row['step_overhead_s'])} |"
+        )
+        assert line in md
+    top = manifest["profile"]["defaults"]["bandwidth_efficiency"]
+    h100 = plan_rows.filter(pl.col("gpu") == "h100-sxm")["bandwidth_efficiency"][0]
+    assert h100 != top  # vLLM's own value, which the rows use, is what the table shows
+    assert md.index("| engine | GPU (family) |") < md.index("The profile file's top-level defaults")
