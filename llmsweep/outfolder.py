@@ -396,17 +396,37 @@ def _remove_created(created: list[Path]) -> None:
 
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
+_IO_FAILURE = re.compile(r"os error \d+|I/?O error|transport error|No space left|File too large|Disk quota", re.I)
 
 
-def os_error_of(e: BaseException) -> OSError | None:
-    """`e` as an OSError: itself, or an error of a library (polars) whose message carries one
-    ("... No space left on device (os error 28)")."""
+def _why_writes_fail(folder: Path) -> OSError:
+    """A write failed without saying why (polars' Parquet writer reports 'transport error'): the
+    usual reasons, looked up."""
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if soft != resource.RLIM_INFINITY:
+            return OSError(errno.EFBIG, f"File too large (ulimit -f {soft // 1024:,} KiB)")
+    with contextlib.suppress(OSError, AttributeError):
+        st = os.statvfs(folder)
+        if st.f_bavail * st.f_frsize < 16 * 2**20:
+            return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return OSError(errno.EIO, "a write failed")
+
+
+def os_error_of(e: BaseException, folder: Path | None = None) -> OSError | None:
+    """`e` as an OSError: itself, or an I/O failure of a library (polars) whose message carries one
+    ("... No space left on device (os error 28)") or does not ("Invalid thrift: transport error")."""
     if isinstance(e, OSError) and (e.errno or e.strerror):
         return e
+    from_library = isinstance(e, OSError) or type(e).__module__.split(".")[0] == "polars"
     m = _OS_ERROR.search(str(e))
-    if m and (isinstance(e, OSError) or type(e).__module__.split(".")[0] == "polars"):
+    if m and from_library:
         code = int(m[1])
         return OSError(code, os.strerror(code))
+    if from_library and _IO_FAILURE.search(str(e)):
+        return _why_writes_fail(folder or Path("."))
     return e if isinstance(e, OSError) else None
 
 
@@ -449,7 +469,7 @@ def atomic_folder(target: Path, kind: str = "run", inputs: Iterable[str | os.Pat
     except BaseException as e:
         _remove(tmp)
         _remove_created(created)
-        error = None if isinstance(e, LlmsweepError | KeyboardInterrupt) else os_error_of(e)
+        error = None if isinstance(e, LlmsweepError | KeyboardInterrupt) else os_error_of(e, target.parent)
         if error is None:
             raise
         if tmp is None:
