@@ -145,3 +145,22 @@ def test_gguf_repositories_and_llama_cpp_types(catalog):
     assert [catalog.resolve_precision(p).id for p in ("Q4_0", "MXFP4", "F16")] == ["q4_0", "mxfp4", "fp16"]
     with pytest.raises(LlmsweepError, match=r"add it under `models:` in a sweep"):
         catalog.resolve_model("ggml-org/Qwen3-Coder-30B-A3B-Instruct-Q8_0-GGUF")
+
+
+def test_llama_batched_bench_shared_prompt_and_separate_generation(tmp_path):
+    """-pps: one prompt prefilled for all B (S_PP = PP / T_PP, compared as one prompt's prefill);
+    is_tg_separate: the B sequences generate one after another (S_TG is one sequence's rate)."""
+    header = "|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n"
+    rule = "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n"
+    row = "|   128 |    128 |    4 |    640 |    0.108 |  1186.64 |   12.600 |    40.63 |   12.708 |    50.35 |\n"
+    for shared, separate, expected in (
+        (1, 0, [("decode_tok_s_per_seq", 4, 40.63 / 4), ("prefill_tok_s", 1, 1186.64)]),
+        (0, 1, [("decode_tok_s_per_seq", 1, 40.63)]),
+    ):
+        path = tmp_path / f"bb-{shared}{separate}.md"
+        settings = f"main: n_kv_max = 4096, is_pp_shared = {shared}, is_tg_separate = {separate}, n_gpu_layers = 99\n\n"
+        path.write_text(settings + header + rule + row)
+        result = read_file(path, defaults={"gpu": "rtx-4090", "model": "llama-3.1-8b", "precision": "q4_0"})
+        assert result.skipped == []
+        got = [(m.metric, m.batch, m.measured) for m in result.measurements]
+        assert got == [(a, b, pytest.approx(c)) for a, b, c in expected]

@@ -1,16 +1,22 @@
-"""llama.cpp llama-batched-bench (tools/batched-bench/batched-bench.cpp): a markdown table
+"""llama.cpp llama-batched-bench (checked: tools/batched-bench/batched-bench.cpp of llama.cpp 0.5.0 as
+vendored in llama-cpp-python 0.3.36). Markdown, after a settings line
+`main: n_kv_max = 16384, n_batch = 2048, ..., is_pp_shared = 0, is_tg_separate = 0, ...`:
 
 |    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |
 
 or, with `--output-format jsonl`, one object per row: {"n_kv_max", "n_batch", "n_ubatch",
 "flash_attn", "is_pp_shared", "n_gpu_layers", "n_threads", "n_threads_batch", "pp", "tg", "pl",
 "n_kv", "t_pp", "speed_pp", "t_tg", "speed_tg", "t", "speed"}. B (pl) sequences each prefill PP
-tokens and then generate TG tokens together; S_TG = B x TG / T_TG, S_PP = B x PP / T_PP.
+tokens (one shared prompt with -pps: S_PP = PP / T_PP, else S_PP = B x PP / T_PP) and then generate
+TG tokens, all B in each step (S_TG = B x TG / T_TG), or one sequence after another with
+is_tg_separate (then S_TG is one sequence's rate).
 
-Mapped per row: S_TG / B -> decode_tok_s_per_seq at batch B (each sequence's rate while the B
-decode together, no prefill interleaved), and at B = 1 S_PP -> prefill_tok_s. The model and GPU
-are not in the output: --model and --gpu (the precision: --precision, or the model name's GGUF
-suffix).
+Mapped per row: each sequence's decode rate -> decode_tok_s_per_seq at batch B (S_TG / B; with
+is_tg_separate S_TG at batch 1), no prefill interleaved; and one prompt's prefill -> prefill_tok_s
+(S_PP, at B = 1 or with a shared prompt; a batch of B prompts prefilled together is not compared).
+The model and GPU are not in the output: --model and --gpu; the precision is --precision or the
+llama.cpp type the model's name states (`...-Q4_0-GGUF`). The JSONL does not say is_tg_separate:
+it is taken as 0 (the default).
 """
 
 from __future__ import annotations
@@ -49,10 +55,16 @@ def _cells(line: str) -> list[str]:
     return [c.strip() for c in line.strip("|").split("|")]
 
 
+_SETTING = re.compile(r"\b(is_pp_shared|is_tg_separate)\s*=\s*(\d+)")
+
+
 def table_records(text: str) -> list[dict | str]:
     records: list[dict | str] = []
     header: list[str] | None = None
+    settings: dict[str, int] = {}
     for line in text.splitlines():
+        if not line.lstrip().startswith("|"):
+            settings.update({k: int(v) for k, v in _SETTING.findall(line)})
         cells = _cells(line)
         if not cells:
             continue
@@ -71,7 +83,7 @@ def table_records(text: str) -> list[dict | str]:
         except ValueError:
             records.append(f"row {' | '.join(cells)} holds text where numbers belong")
             continue
-        records.append({"pp": v[0], "tg": v[1], "pl": v[2], "speed_pp": v[5], "speed_tg": v[7]})
+        records.append({**settings, "pp": v[0], "tg": v[1], "pl": v[2], "speed_pp": v[5], "speed_tg": v[7]})
     if not records:
         raise FormatError("no rows under the `| PP | TG | B | ...` header of llama-batched-bench")
     return records
@@ -98,17 +110,18 @@ def rows(records: list, defaults: dict, name: str) -> list[Row]:
             output_len=int(tg),
         )
         speed_tg, speed_pp = number(r.get("speed_tg")), number(r.get("speed_pp"))
-        if tg > 0 and speed_tg is not None:
-            out.append(
-                (f"{rid}:decode", {**row, "metric": "decode_tok_s_per_seq", "value": speed_tg / pl, "unit": "tok/s"})
-            )
-        if pl == 1 and pp > 0 and speed_pp is not None:
-            out.append(
-                (
-                    f"{rid}:prefill",
-                    {**row, "batch": 1, "output_len": 0, "metric": "prefill_tok_s", "value": speed_pp, "unit": "tok/s"},
-                )
-            )
-        if not (tg > 0 and speed_tg is not None) and not (pl == 1 and pp > 0):
+        shared, separate = bool(r.get("is_pp_shared")), bool(r.get("is_tg_separate"))
+        decode = tg > 0 and speed_tg is not None
+        prefill = pp > 0 and speed_pp is not None and (pl == 1 or shared)
+        if decode:
+            per_seq, at = (speed_tg, 1) if separate else (speed_tg / pl, int(pl))
+            decode_row = {**row, "batch": at, "metric": "decode_tok_s_per_seq", "value": per_seq, "unit": "tok/s"}
+            if separate and pl > 1:
+                decode_row["notes"] = "is_tg_separate: the sequences generate one after another, each alone"
+            out.append((f"{rid}:decode", decode_row))
+        if prefill:
+            prefill_row = {**row, "batch": 1, "output_len": 0, "metric": "prefill_tok_s", "value": speed_pp}
+            out.append((f"{rid}:prefill", {**prefill_row, "unit": "tok/s"}))
+        if not decode and not prefill:
             out.append((rid, "no generation (TG 0) and a batched prefill (B > 1): nothing llmsweep compares"))
     return out
