@@ -11,6 +11,7 @@ are made here, in a temporary folder.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tracemalloc
 from pathlib import Path
@@ -24,7 +25,7 @@ from llmsweep.errors import SpecError
 from llmsweep.yamlfile import load_yaml
 
 HOSTILE = Path(__file__).parent / "hostile"
-CLASSES = ("exhaustion", "numbers", "types", "ambiguity")
+CLASSES = ("exhaustion", "numbers", "types", "ambiguity", "escapes", "limits", "messages")
 CASES = sorted(p for c in CLASSES for p in (HOSTILE / c).glob("*.yaml"))
 BASE = "name: hostile\ngrid: {gpu: [h100-sxm], model: [llama-3.1-8b]}\n"
 
@@ -54,6 +55,7 @@ def rejected(args: list[str], message: str) -> str:
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output and isinstance(r.exception, SystemExit), r.output  # no uncaught error
     assert message in r.output, r.output
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", r.output), repr(r.output)
     return r.output
 
 
