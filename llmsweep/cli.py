@@ -204,6 +204,8 @@ def _progress(quiet: bool):
 
 
 FORMAT_LIST = "csv,parquet,xlsx,html,md"
+
+
 def _template_dir(ctx, param, value):
     """A folder (not /dev/null or a file) whose templates are regular files of a sane size."""
     if value is None:
@@ -339,8 +341,14 @@ def report(estimates, fmt, template_dir):
 @click.option("--model", default=None, help="Model of a llama-bench result (the file does not name it).")
 @click.option("--precision", default=None, help="Weight format, where the file does not say.")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor parallel of a vLLM run.")
+@click.option(
+    "--batch",
+    type=click.IntRange(1, MAX_BATCH),
+    default=None,
+    help="Client concurrency of a run whose file does not state it (AIPerf CSV, vLLM without max_concurrency).",
+)
 @_errors_to_exit
-def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp):
+def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp, batch):
     """Compare estimates with measured benchmarks; with --fit, fit an efficiency profile.
 
     Reads the measured-dev.csv schema, vLLM benchmark_serving JSON results and llama-bench
@@ -361,7 +369,7 @@ def calibrate(measurements, out_dir, profile, fit, gpu, model, precision, tp):
     from llmsweep.outfolder import folder_name
 
     folder = Path(out_dir) if out_dir else Path("out") / "calibration" / folder_name(measurements)
-    defaults = {"gpu": gpu, "model": model, "precision": precision, "tp": tp}
+    defaults = {"gpu": gpu, "model": model, "precision": precision, "tp": tp, "batch": batch}
     report = run_calibration(measurements, folder, profile, fit, defaults)
     for line in report.lines:
         _say(line)

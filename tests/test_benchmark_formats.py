@@ -164,3 +164,12 @@ def test_llama_batched_bench_shared_prompt_and_separate_generation(tmp_path):
         assert result.skipped == []
         got = [(m.metric, m.batch, m.measured) for m in result.measurements]
         assert got == [(a, b, pytest.approx(c)) for a, b, c in expected]
+
+
+def test_aiperf_csv_with_the_concurrency_given(tmp_path):
+    rows, _ = read("profile_export_aiperf.csv", model="meta-llama/Llama-3.1-8B-Instruct", batch=16, **H100)
+    assert {m.batch for m in rows.values()} == {16}
+    args = ["calibrate", str(F / "profile_export_aiperf.csv"), "--gpu", "H100 SXM", "--model", "llama-3.1-8b"]
+    result = CliRunner().invoke(main, [*args, "--batch", "16", "-o", str(tmp_path / "c")])
+    assert result.exit_code == 0, result.output
+    assert ",16," in (tmp_path / "c" / "comparison.csv").read_text()

@@ -4,7 +4,7 @@ profile_export_aiperf.json: top-level metrics, each {unit, avg, p50, p90, p99, .
 `input_config` (models, phases with `concurrency` / `rate`). profile_export_aiperf.csv: a table
 `Metric,avg,min,max,sum,p1,...,p99,std` of request metrics ("Time to First Token (ms)"), a blank
 line, then `Metric,Value` system metrics ("Output Token Throughput (tokens/sec)"); the CSV holds no
-configuration, so --model, --gpu (and the concurrency, not stated: the largest batch) apply.
+configuration, so --model, --gpu and --batch (the concurrency; not given: the largest batch) apply.
 
 Mapped: time_to_first_token avg / p90 / p99 -> ttft_ms / ttft_p90_ms / ttft_p99_ms;
 inter_token_latency avg -> itl_ms; request_latency avg -> e2e_latency_ms; output_token_throughput
@@ -114,6 +114,8 @@ def _rows(metrics: dict, defaults: dict, name: str, model: str, concurrency, rat
 
 def json_rows(data: dict, defaults: dict, name: str) -> list[Row]:
     model, concurrency, rate = _config(data.get("input_config"))
+    if concurrency in (None, "") and rate in (None, ""):
+        concurrency = defaults.get("batch")
     return _rows(data, defaults, name, model, concurrency, rate, str(data.get("aiperf_version") or ""))
 
 
