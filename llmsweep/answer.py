@@ -71,6 +71,41 @@ def traffic_text(workload: dict | None) -> str:
     return text + (f" (peak × {peak:g})" if peak and peak != 1 else "")
 
 
+def traffic_statement(workload: dict | None, defaults: dict) -> str:
+    """The traffic the plan sizes for, in words, with the arithmetic: the request rate (from users and
+    their think time: λ = users / think time), the peak, the headroom and the spare replicas, saying
+    which of them are the defaults. '' without a workload."""
+    if not workload:
+        return ""
+    w = {**defaults, **{k: v for k, v in workload.items() if v is not None}}
+    if w.get("users") is not None:
+        rate = w["users"] / w["think_time_s"]
+        text = (
+            f"{w['users']:,} concurrent users, each thinking {w['think_time_s']:g} s between an answer and the next "
+            f"question: λ = users ÷ think time = {w['users']:,} ÷ {w['think_time_s']:g} s = {rate:,.3g} requests/s on "
+            "average (a user who also waits R seconds for each answer sends one request every think time + R, so "
+            "users ÷ (think time + R) is the real rate; R is left out, which sizes for at least that)"
+        )
+    elif w.get("requests_per_s") is not None:
+        rate = w["requests_per_s"]
+        text = f"{rate:,.3g} requests/s on average"
+    else:
+        text = f"{w['tokens_per_day']:,.0f} output tokens a day"
+        rate = None
+    peak = w.get("peak_factor", 1.0)
+    if rate is not None:
+        text += f"; peak × {peak:g} = {rate * peak:,.3g} requests/s"
+    else:
+        text += f"; peak × {peak:g}"
+    text += f"; {w.get('headroom', 0.2):.0%} headroom on top"
+    given = "redundancy" in workload
+    spare = w.get("redundancy", 0)
+    n = int(str(spare).split("+")[1]) if isinstance(spare, str) else int(spare)
+    spares = f"{n} spare replica{'s' if n != 1 else ''}"
+    text += f"; {spares} (redundancy {spare}{'' if given else ', the default: n+1 adds one'})"
+    return "Traffic: " + text + "."
+
+
 def targets_text(slo: dict | None) -> str:
     """'with p90 TTFT ≤ 2 s and TPOT ≤ 50 ms'; 'with no latency targets' when the sweep sets none."""
     if not slo or not any(slo.get(k) is not None for k in ("ttft_s", "tpot_s", "request_latency_s")):

@@ -159,11 +159,12 @@ def slo_miss(slo: SloSpec | None) -> pl.Expr:
 
 
 def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
-    """Peak traffic in requests/s: requests_per_s (or tokens_per_day / 86,400 / output tokens) x peak_factor."""
+    """Peak traffic in requests/s: requests_per_s (or users / think_time_s, or tokens_per_day / 86,400 /
+    output tokens) x peak_factor."""
     if workload is None:
         return None
-    if workload.requests_per_s is not None:
-        avg = pl.lit(workload.requests_per_s)
+    if workload.average_requests_per_s is not None:
+        avg = pl.lit(workload.average_requests_per_s)
     else:
         out = workload.output_tokens if workload.output_tokens else c.output_tokens
         avg = pl.lit(workload.tokens_per_day) / 86_400 / out
@@ -556,8 +557,9 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
                 same = runner_gpu == top_gpu and wanted[1] == wanted[0]
                 cases.append((f"price of {top_offer}", column, (top * factor, runner * factor if same else runner)))
-            if plan.workload is not None and plan.workload.requests_per_s is not None:
-                load = plan.workload.model_copy(update={"requests_per_s": plan.workload.requests_per_s * factor})
+            if plan.workload is not None and plan.workload.average_requests_per_s is not None:
+                rate = plan.workload.average_requests_per_s * factor
+                load = plan.workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
                 moved_plan = replace(plan, workload=load)
                 for shown in (column,) if column in TRAFFIC_DEPENDENT else TRAFFIC_SHOWN:
                     moved = _metrics([pair], moved_plan, shown)

@@ -411,6 +411,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "slo": {k: v for k, v in slo.items() if v is not None and k != "percentile"},
         "slo_percentile": slo.get("percentile", "mean"),
         "workload": load,
+        "traffic": answers.traffic_statement(load, workload_defaults()),
         "prices": manifest.get("prices") or {},
         "priced": priced,
         "finance_statement": finance.get("statement") if priced else None,
@@ -459,6 +460,13 @@ def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
         }
         for r in rows.iter_rows(named=True)
     ]
+
+
+def workload_defaults() -> dict:
+    """The workload keys' defaults (peak_factor, headroom, redundancy), as the sweep file's schema has them."""
+    from llmsweep.spec import WorkloadSpec
+
+    return {name: f.default for name, f in WorkloadSpec.model_fields.items() if f.default is not None}
 
 
 def has_targets(spec: dict) -> bool:

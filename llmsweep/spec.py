@@ -110,6 +110,15 @@ class WorkloadSpec(_Strict):
     tokens_per_day: typed("tokens_per_day") | None = lim(
         "tokens_per_day", None, description="Average output tokens per day (instead)."
     )
+    users: typed("batch") | None = lim(
+        "batch",
+        None,
+        description="Concurrent users (instead): each sends a request, reads the answer, thinks for think_time_s, "
+        "and sends the next; requests/s = users / think_time_s (a closed loop, sized on the safe side).",
+    )
+    think_time_s: typed("seconds") | None = lim(
+        "seconds", None, description="With users: seconds a user spends between getting an answer and asking again."
+    )
     input_tokens: PositiveTokens | None = Field(None, description="Prompt length of a typical request.")
     output_tokens: PositiveTokens | None = Field(None, description="Output length of a typical request.")
     peak_factor: typed("peak_factor") = lim("peak_factor", 1.0, description="Peak load / average load.")
@@ -132,9 +141,24 @@ class WorkloadSpec(_Strict):
 
     @model_validator(mode="after")
     def _one_rate(self) -> WorkloadSpec:
-        if (self.requests_per_s is None) == (self.tokens_per_day is None):
-            raise ValueError("give exactly one of requests_per_s or tokens_per_day")
+        given = [self.requests_per_s, self.tokens_per_day, self.users]
+        if sum(v is not None for v in given) != 1:
+            raise ValueError("give exactly one of requests_per_s, tokens_per_day or users (with think_time_s)")
+        if (self.users is None) != (self.think_time_s is None):
+            raise ValueError("users and think_time_s go together: users / think_time_s is the request rate")
         return self
+
+    @property
+    def average_requests_per_s(self) -> float | None:
+        """The average request rate, when it does not depend on the grid's lengths: requests_per_s, or
+        users / think_time_s (a user who thinks Z seconds between answers and waits R for each sends one
+        request every Z + R seconds, so N users send N / (Z + R) requests/s (the interactive response
+        time law); R is not known before the plan, and leaving it out sizes for at least the real rate)."""
+        if self.requests_per_s is not None:
+            return self.requests_per_s
+        if self.users is not None and self.think_time_s is not None:
+            return self.users / self.think_time_s
+        return None
 
 
 class SloSpec(_Strict):

@@ -68,3 +68,12 @@ def test_ci_runs_the_quickstart_verbatim():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     for command in quickstart_commands():
         assert command in ci, command  # a line of its own, word for word
+
+
+def test_readme_counts_the_catalogs():
+    from llmsweep.catalog import load_catalog
+
+    cat = load_catalog()
+    gpus = re.search(r"`llmsweep/catalog/gpus.yaml`: (\d+) GPUs", README).group(1)
+    models = re.search(r"`llmsweep/catalog/models.yaml`: (\d+) models", README).group(1)
+    assert (int(gpus), int(models)) == (len(cat.gpus), len(cat.models))

@@ -436,3 +436,30 @@ def test_energy_per_option_at_its_operating_point():
     assert rent["kwh_per_million_output_tokens"] == pytest.approx(0.5444, abs=1e-4)
     assert bought["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 4.16)
     assert bought["kwh_per_million_output_tokens"] == pytest.approx(1.1556, abs=1e-4)
+
+
+def test_concurrent_users_become_requests_per_s():
+    """500 users, each thinking 30 s between an answer and the next question: λ = 500 / 30 = 16.667
+    requests/s (the interactive response time law gives N / (Z + R); R left out sizes on the safe side).
+    Peak x 2 = 33.333; a replica serving 750 / 250 = 3 requests/s: replicas = ceil(33.333 / 3 x 1.2) =
+    ceil(13.333) = 14 (no spare: redundancy 0 is the default)."""
+    from llmsweep.answer import traffic_statement
+    from llmsweep.report import workload_defaults
+
+    w = WorkloadSpec(users=500, think_time_s=30, peak_factor=2, headroom=0.2)
+    assert w.average_requests_per_s == pytest.approx(500 / 30)
+    assert pl.select(plan.peak_requests_per_s(w)).item() == pytest.approx(500 / 30 * 2)
+    row = plan.add_plan_columns(frame(output_tokens_per_s=750.0), inputs(workload=w)).collect().row(0, named=True)
+    assert row["replicas"] == 14 and row["gpus_needed"] == 28
+    assert row["utilization"] == pytest.approx((500 / 30) / (14 * 3))
+    assert traffic_statement({"users": 500, "think_time_s": 30, "peak_factor": 2}, workload_defaults()) == (
+        "Traffic: 500 concurrent users, each thinking 30 s between an answer and the next question: "
+        "λ = users ÷ think time = 500 ÷ 30 s = 16.7 requests/s on average (a user who also waits R seconds for "
+        "each answer sends one request every think time + R, so users ÷ (think time + R) is the real rate; R is "
+        "left out, which sizes for at least that); peak × 2 = 33.3 requests/s; 20% headroom on top; 0 spare "
+        "replicas (redundancy 0, the default: n+1 adds one)."
+    )
+    with pytest.raises(ValueError, match="users and think_time_s go together"):
+        WorkloadSpec(users=500)
+    with pytest.raises(ValueError, match="give exactly one of requests_per_s, tokens_per_day or users"):
+        WorkloadSpec(users=500, think_time_s=30, requests_per_s=2)
