@@ -214,7 +214,8 @@ def run(
             if "estimates" in too_long and formats is None:  # finance still gets the answer, without the grid
                 notes.append(
                     f"estimates.xlsx has no estimates sheet: {rows:,} rows, more than the {XLSX_MAX_ROWS:,}-row "
-                    "limit of a sheet (its options and plan sheets are there; estimates.csv and .parquet have every row)"
+                    "limit of a sheet (its options and plan sheets are there; estimates.csv and .parquet have "
+                    "every row)"
                 )
             else:
                 sheets["estimates"] = table.collect()
