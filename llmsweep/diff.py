@@ -116,12 +116,38 @@ def _parts(run: Run) -> dict[str, dict]:
     }
 
 
+def _groups(run: Run) -> dict[str, dict[str, str]]:
+    """Per section, the entries that appear or go as a whole (a price offer, a GPU, model or
+    precision of the catalog) with a one-line summary: listed once, not field by field."""
+    m = run.manifest
+    prices = {
+        k: f"{fmt_value(v.get('usd_per_gpu_hour'))} USD per GPU-hour ({v.get('source', '')})".replace(" ()", "")
+        for k, v in m.get("prices", {}).items()
+        if isinstance(v, dict)
+    }
+    catalog = {
+        f"{kind}.{k}": str(v.get("name") or k) if isinstance(v, dict) else k
+        for kind, entries in m["catalog"].items()
+        if isinstance(entries, dict)
+        for k, v in entries.items()
+    }
+    return {"prices": prices, "catalog": catalog}
+
+
 def input_changes(a: Run, b: Run) -> list[Change]:
     old, new = _parts(a), _parts(b)
+    groups_a, groups_b = _groups(a), _groups(b)
     out = []
     for section, _ in SECTIONS:
         x, y = old[section], new[section]
+        ga, gb = groups_a.get(section, {}), groups_b.get(section, {})
+        whole = {g for g in ga.keys() ^ gb.keys()}  # present in one run only
+        for g in [*ga, *(k for k in gb if k not in ga)]:
+            if g in whole:
+                out.append(Change(section, g, ga.get(g, _ABSENT), gb.get(g, _ABSENT)))
         for key in [*x, *(k for k in y if k not in x)]:
+            if any(key == g or key.startswith(g + ".") for g in whole):
+                continue
             if not _same(x.get(key, _ABSENT), y.get(key, _ABSENT)):
                 out.append(Change(section, key, x.get(key, _ABSENT), y.get(key, _ABSENT)))
     return out
@@ -243,6 +269,13 @@ def summary(d: DiffResult) -> list[str]:
         f"({counts['changed']} changed, {counts['added']} added, {counts['removed']} removed), "
         f"{d.unchanged_options} unchanged."
     ]
+    for which, run in (("old", d.old), ("new", d.new)):
+        if run.missing:
+            shown = ", ".join(run.missing[:8]) + (f" and {len(run.missing) - 8} more" if len(run.missing) > 8 else "")
+            lines.append(
+                f"The {which} run (llmsweep {run.manifest['llmsweep_version']}) has no {shown} in its plan.parquet "
+                "(written by a different version): those values are empty there."
+            )
     return lines
 
 

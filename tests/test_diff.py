@@ -12,6 +12,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from llmsweep import diff as diff_module
 from llmsweep import pipeline
 from llmsweep.cli import main
 from llmsweep.diff import diff
@@ -105,7 +106,7 @@ def test_markdown_and_html(runs, tmp_path):
     assert "<script" not in html
 
 
-def test_grid_targets_and_traffic_changes_are_listed(runs, tmp_path):
+def test_grid_targets_and_traffic_changes_are_listed(runs, tmp_path, catalog):
     changed = {**SWEEP, "slo": {"ttft_s": 0.5, "tpot_s": 0.05}, "workload": {"requests_per_s": 50}}
     changed["grid"] = {**SWEEP["grid"], "gpu": ["h100-sxm"]}
     new = run_sweep(tmp_path, "other", changed)
@@ -114,7 +115,7 @@ def test_grid_targets_and_traffic_changes_are_listed(runs, tmp_path):
     assert inputs[("sweep", "slo.ttft_s")] == (1.0, 0.5)
     assert inputs[("sweep", "workload.requests_per_s")] == (5, 50)
     assert inputs[("sweep", "grid.gpu")] == (["h100-sxm", "l40s"], ["h100-sxm"])
-    assert ("catalog", "gpus.l40s.name") in inputs
+    assert inputs[("catalog", "gpus.l40s")] == (catalog.gpu("l40s").name, diff_module._ABSENT)  # once, not per field
     removed = {(o.key[3], o.key[4]) for o in result.options if o.status == "removed"}
     assert removed == {("l40s", "rent")}
 
@@ -141,3 +142,33 @@ def test_bad_folders_are_one_line_errors(runs, tmp_path):
     broken.mkdir()
     (broken / "manifest.json").write_text("{not json")
     assert "not a run folder" in error_of(["diff", str(old), str(broken)])
+
+
+def test_a_run_of_an_older_version_is_compared(runs, tmp_path):
+    """Last quarter's run may lack plan columns added since: read as empty, and said."""
+    import shutil
+
+    old = tmp_path / "older" / "chat"
+    shutil.copytree(runs[0], old)
+    plan = pl.read_parquet(old / "plan.parquet").drop("kv_cache_format", "max_running_requests")
+    plan.write_parquet(old / "plan.parquet")
+    result = diff(old, runs[1])
+    assert {(o.key[3], o.key[4]) for o in result.options} == {("h100-sxm", "rent")}
+    text = result.render("md")
+    assert "has no kv_cache_format, max_running_requests in its plan.parquet" in text
+    plan.drop("meets_slo").write_parquet(old / "plan.parquet")  # a column every run writes: refused
+    assert "column meets_slo is missing" in error_of(["diff", str(old), str(runs[1])])
+
+
+def test_an_added_gpu_is_one_line_per_section(runs, tmp_path):
+    changed = {**SWEEP, "grid": {**SWEEP["grid"], "gpu": ["h100-sxm", "l40s", "a100-80gb-sxm"]}}
+    changed["costs"] = {**SWEEP["costs"], "a100-80gb-sxm": {"rent": 1.8}}
+    result = diff(runs[0], run_sweep(tmp_path, "more", changed))
+    keys = [(c.section, c.key) for c in result.inputs if "a100" in c.key]
+    assert keys == [
+        ("sweep", "costs.a100-80gb-sxm.rent"),
+        ("prices", "a100-80gb-sxm rent"),
+        ("catalog", "gpus.a100-80gb-sxm"),
+    ]
+    added = {o.key[3] for o in result.options if o.status == "added"}
+    assert added == {"a100-80gb-sxm"}

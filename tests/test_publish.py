@@ -229,3 +229,16 @@ def test_a_published_site_is_not_taken_for_a_run(out, tmp_path):
         import shutil
 
         shutil.rmtree(site)
+
+
+def test_two_runs_of_one_name_get_their_own_folders(out, tmp_path):
+    import shutil
+
+    other = tmp_path / "other-out"
+    shutil.copytree(out / "beta", other / "beta")
+    result = publish([out, other], tmp_path / "site")
+    assert sorted(result.runs) == ["alpha", "beta", "beta-2", "gamma"]
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert set(rows_of(html)) == {"alpha", "beta", "beta-2", "gamma"}
+    for link in re.findall(r'href="([^"#]+)"', html):
+        assert (tmp_path / "site" / link).is_file(), link

@@ -38,6 +38,7 @@ class Run:
     plan: pl.DataFrame  # plan.parquet (empty when the run wrote none)
     spec: dict = field(default_factory=dict)  # the sweep file, parsed
     finished: float = 0.0  # when the run wrote its manifest (the file's modification time, POSIX seconds)
+    missing: tuple[str, ...] = ()  # plan columns this run's llmsweep did not write yet (read as empty)
 
     @property
     def name(self) -> str:
@@ -103,16 +104,53 @@ def load_run(folder: str | Path) -> Run:
     if kind != "run":
         raise LlmsweepError(f"{path}: holds the output of `llmsweep {kind}`, not a run of `llmsweep run`")
     manifest = saved.read_manifest(path / MANIFEST)
-    plan = pl.DataFrame()
+    plan, missing = pl.DataFrame(), ()
     if (path / "plan.parquet").exists():
-        plan = saved.read_frame(path / "plan.parquet", PLAN_EXPORTED, PLAN_REQUIRED).collect()
+        plan, missing = read_plan(path / "plan.parquet", PLAN_REQUIRED)
     import yaml
 
     try:
         spec = yaml.safe_load(manifest["sweep"]["content"]) or {}
     except yaml.YAMLError:  # read_manifest parsed it already; kept for safety
         spec = {}
-    return Run(path, manifest, plan, spec if isinstance(spec, dict) else {}, (path / MANIFEST).stat().st_mtime)
+    finished = (path / MANIFEST).stat().st_mtime
+    return Run(path, manifest, plan, spec if isinstance(spec, dict) else {}, finished, tuple(missing))
+
+
+def read_plan(path: Path, required: tuple[str, ...]) -> tuple[pl.DataFrame, list[str]]:
+    """plan.parquet as the declared plan columns, and the declared columns it lacks. A run of an
+    older llmsweep may lack columns added since (last quarter's run, compared with this one's):
+    they are read as empty, not refused; the columns every run writes (`required`) must be there,
+    and a column of the wrong type is an error, as for `llmsweep report`."""
+    from llmsweep import saved
+    from llmsweep.columns import SCHEMA
+    from llmsweep.limits import MAX_PLAN_BYTES, UnreadableFile, check_regular_file
+
+    try:
+        check_regular_file(path, MAX_PLAN_BYTES, "a run's plan.parquet")
+        frame = pl.scan_parquet(path)
+        schema = frame.collect_schema()
+    except UnreadableFile as e:
+        raise LlmsweepError(f"{path}: {e}") from None
+    except OSError as e:
+        raise LlmsweepError(f"{path}: cannot read it: {e.strerror or e}") from None
+    except (pl.exceptions.PolarsError, ValueError) as e:
+        raise saved._unreadable(path, e) from None
+    problems = [f"column {n} is missing" for n in required if n not in schema]
+    problems += [
+        f"column {n} is {schema[n]}, expected {SCHEMA[n]}"
+        for n in PLAN_EXPORTED
+        if n in schema and not saved._compatible(schema[n], SCHEMA[n])
+    ]
+    if problems:
+        raise saved._problems(path, problems)
+    missing = [n for n in PLAN_EXPORTED if n not in schema]
+    columns = [pl.col(n).cast(SCHEMA[n]) if n in schema else pl.lit(None, SCHEMA[n]).alias(n) for n in PLAN_EXPORTED]
+    try:
+        plan = frame.select(columns).with_columns(pl.col(pl.Float64).fill_nan(None)).collect()
+    except pl.exceptions.PolarsError as e:
+        raise saved._unreadable(path, e) from None
+    return plan, missing
 
 
 def _exists(path: Path) -> None:
