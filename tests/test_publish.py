@@ -242,3 +242,17 @@ def test_two_runs_of_one_name_get_their_own_folders(out, tmp_path):
     assert set(rows_of(html)) == {"alpha", "beta", "beta-2", "gamma"}
     for link in re.findall(r'href="([^"#]+)"', html):
         assert (tmp_path / "site" / link).is_file(), link
+
+
+def test_names_with_html_are_shown_as_text(tmp_path):
+    evil = "<img src=x onerror=alert(1)>"
+    base = yaml.safe_load((ROOT / "sweeps" / "example.yaml").read_text())
+    sweep = {**base, "name": "evil", "title": f"Title {evil}", "exclude": []}
+    sweep["grid"] = {**base["grid"], "gpu": ["l40s"], "model": ["meta-llama/Llama-3.1-8B-Instruct"], "tp": [1]}
+    path = tmp_path / "evil.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    pipeline.run(path, tmp_path / "out", formats=["parquet"])  # no report.html: listed without a link
+    publish([tmp_path / "out"], tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert evil not in html and "Title &lt;img src=x onerror=alert(1)&gt;" in html
+    assert "(no report.html)" in html and not (tmp_path / "site" / "runs" / "evil" / "report.html").exists()
