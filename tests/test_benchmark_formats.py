@@ -24,7 +24,8 @@ def read(name: str, **defaults):
 
 
 def test_aiperf_json_schema_1_4():  # aiperf 0.13.0, JsonExportData.SCHEMA_VERSION "1.4"
-    rows, _ = read("profile_export_aiperf.json", **H100)
+    rows, _ = read("profile_export_aiperf.json")  # the GPU from AIPerf's GPU telemetry
+    assert {m.gpu for m in rows.values()} == {"h100-sxm"}
     assert set(rows) == {"ttft_ms", "ttft_p90_ms", "ttft_p99_ms", "itl_ms", "e2e_latency_ms", "output_throughput_tok_s"}
     ttft = rows["ttft_ms"]
     assert (ttft.model, ttft.batch, ttft.input_tokens, ttft.output_tokens) == ("meta-llama/Llama-3.1-8B", 16, 1024, 256)

@@ -9,6 +9,7 @@ configuration, so --model, --gpu and --batch (the concurrency; not given: the la
 Mapped: time_to_first_token avg / p90 / p99 -> ttft_ms / ttft_p90_ms / ttft_p99_ms;
 inter_token_latency avg -> itl_ms; request_latency avg -> e2e_latency_ms; output_token_throughput
 avg -> output_throughput_tok_s; lengths = input_sequence_length / output_sequence_length means.
+The GPU is --gpu, else the one GPU kind AIPerf's GPU telemetry names (`telemetry_data`).
 """
 
 from __future__ import annotations
@@ -91,6 +92,21 @@ def _config(cfg) -> tuple[str, object, object]:
     return model, concurrency, rate
 
 
+def telemetry_gpu(data: dict) -> str:
+    """The GPU AIPerf's telemetry saw (`telemetry_data.endpoints.*.gpus.*.gpu_name`, as DCGM prints
+    it: "NVIDIA H100 80GB HBM3"), when every GPU it saw is the same kind; '' otherwise."""
+    telemetry = data.get("telemetry_data")
+    endpoints = telemetry.get("endpoints") if isinstance(telemetry, dict) else None
+    names = {
+        str(g.get("gpu_name")).strip()
+        for e in (endpoints.values() if isinstance(endpoints, dict) else [])
+        if isinstance(e, dict) and isinstance(e.get("gpus"), dict)
+        for g in e["gpus"].values()
+        if isinstance(g, dict) and g.get("gpu_name")
+    }
+    return names.pop() if len(names) == 1 else ""
+
+
 def _rows(metrics: dict, defaults: dict, name: str, model: str, concurrency, rate, version: str) -> list[Row]:
     try:
         values = [(metric, _value(metrics.get(tag) or {}, stat, unit), unit) for tag, stat, metric, unit in MAPPED]
@@ -103,6 +119,7 @@ def _rows(metrics: dict, defaults: dict, name: str, model: str, concurrency, rat
         f"AIPerf {version} {name}".replace("  ", " "),
         "AIPerf (OpenAI-compatible server)",
         model=model,
+        gpu=telemetry_gpu(metrics),
         batch="" if concurrency in (None, "") else concurrency,
         input_len=mean_length(isl),
         output_len=mean_length(osl),
