@@ -197,10 +197,12 @@ def estimate(fmt, **axes):
 
 
 def _progress(quiet: bool):
-    """Progress lines on stderr, only for a person watching a terminal."""
+    """A progress bar with an ETA on stderr, only for a person watching a terminal (not when piped)."""
     if quiet or not sys.stderr.isatty():
         return None
-    return lambda msg: click.echo(f"llmsweep: {msg}", err=True)
+    from llmsweep.progress import ProgressBar
+
+    return ProgressBar(sys.stderr)
 
 
 FORMAT_LIST = "csv,parquet,xlsx,html,md"
@@ -259,9 +261,11 @@ def _formats(value: str | None) -> list[str] | None:
 def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     """Expand a sweep file into estimates and write them to OUT/<name>/.
 
-    Writes estimates.csv, .parquet and .xlsx, report.html (self-contained, works offline),
-    report.md with charts/*.svg, and manifest.json into a folder that appears whole or not at
-    all, and prints the paths it wrote.
+    Writes estimates.csv, .parquet and .xlsx (sheets options, plan, estimates), plan.csv and
+    plan.parquet (every option at its best batch, ranked), options.csv (one row per GPU x offer, for
+    finance), report.html (self-contained, works offline), report.md with charts/*.svg, and
+    manifest.json, into a folder that appears whole or not at all, and prints the paths it wrote.
+    On a terminal a progress bar with an ETA shows on stderr (-q: none).
 
     \b
     Examples:
@@ -271,7 +275,12 @@ def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     """
     from llmsweep.pipeline import run as run_sweep
 
-    result = run_sweep(sweep, out_root, _formats(fmt), profile, max_rows, _progress(quiet), template_dir)
+    bar = _progress(quiet)
+    try:
+        result = run_sweep(sweep, out_root, _formats(fmt), profile, max_rows, bar, template_dir)
+    finally:
+        if bar is not None:
+            bar.close()
     for n in result.notes:
         _note(n)
     for f in result.files:
@@ -291,13 +300,15 @@ def validate(sweep, max_rows):
     Examples:
       llmsweep validate sweeps/example.yaml
     """
+    from llmsweep.pipeline import count_rows
     from llmsweep.spec import load
 
     s = load(sweep, max_rows=max_rows)
     for n in s.notes:
         _note(n)
-    excluded = " before exclusions" if s.exclude or s.contexts else ""
-    click.echo(f"OK: {s.size:,} configurations{excluded}")
+    rows = count_rows(s)  # after exclusions: the count `run` reports
+    before = f" ({s.size:,} before exclusions)" if rows != s.size else ""
+    click.echo(f"OK: {rows:,} configurations{before}")
 
 
 @main.command()

@@ -31,7 +31,7 @@ TABLE_FORMATS = ("csv", "parquet", "xlsx")
 REPORT_FORMATS = ("html", "md")
 CHUNK_ROWS = 1_000_000  # rows estimated at a time when writing: bounds memory on huge grids
 IN_MEMORY_ROWS = 2_000_000  # up to this many rows the estimates are held in memory (about 1.5 GB)
-Progress = Callable[[str], None]
+Progress = Callable[[str, float], None]  # (what is being done, share of the run done when it starts)
 
 
 def compute(sweep: Sweep, chunk_rows: int | None = None) -> pl.LazyFrame:
@@ -169,17 +169,17 @@ def run(
 ) -> RunResult:
     """Validate the sweep, estimate it and write out/<name>/ atomically. Formats default to the
     sweep's `report.formats`."""
-    say = progress or (lambda _msg: None)
+    say = progress or (lambda _msg, _done: None)
     sweep = load(path, max_rows=max_rows, profile=profile)
     wanted = list(dict.fromkeys(formats or sweep.spec.report.formats))
     require_renderer([f for f in wanted if f in REPORT_FORMATS])
     notes = [*sweep.notes, *plan.plan_inputs(sweep).notes]
-    say(f"estimating up to {sweep.size:,} configurations")
+    say(f"estimating up to {sweep.size:,} configurations", 0.0)
     target = Path(out_root) / sweep.spec.name
     with atomic_folder(target, "run", run_inputs(sweep, profile, template_dir)) as tmp:
         tables = [f for f in wanted if f in TABLE_FORMATS]
         parquet = tmp / "estimates.parquet"
-        say("estimating and writing estimates.parquet")
+        say("estimating and writing estimates.parquet", 0.02)
         if sweep.size <= IN_MEMORY_ROWS:  # small enough to hold: estimate once, write every table from memory
             table = compute(sweep).collect().lazy()
             write_parquet(table, parquet)
@@ -189,7 +189,7 @@ def run(
         rows = table.select(pl.len()).collect().item()
         if rows == 0:
             raise LlmsweepError(f"{sweep.file}: the exclusion rules leave no configuration to estimate")
-        say("ranking options at the largest batch that meets the targets")
+        say("ranking options at the largest batch that meets the targets", 0.45)
         the_plan = compute_plan(sweep)
         opts = the_plan.options
         notes.extend(the_plan.notes)
@@ -198,7 +198,7 @@ def run(
         # options.csv: one row per GPU x offer, the best layout for it, in human units
         option_table = options_table(opts, the_plan.rank_by, higher_is_better(the_plan.rank_by))
         if "csv" in tables:
-            say("writing estimates.csv, plan.csv and options.csv")
+            say("writing estimates.csv, plan.csv and options.csv", 0.75)
             write_csv(table, tmp / "estimates.csv")
             write_csv(opts.lazy(), tmp / "plan.csv")
             write_csv(option_table.lazy(), tmp / "options.csv")
@@ -209,7 +209,7 @@ def run(
             notes.append(f"estimates.xlsx not written: {what}, more than the {XLSX_MAX_ROWS:,}-row limit of a sheet")
             tables.remove("xlsx")
         elif "xlsx" in tables:
-            say("writing estimates.xlsx")
+            say("writing estimates.xlsx", 0.85)
             sheets = {"options": option_table, "plan": opts}
             if "estimates" in too_long and formats is None:  # finance still gets the answer, without the grid
                 notes.append(
@@ -225,7 +225,7 @@ def run(
         written.append("plan.parquet")
         reports = [f for f in wanted if f in REPORT_FORMATS]
         if reports:
-            say("writing " + " and ".join(f"report.{f}" for f in reports))
+            say("writing " + " and ".join(f"report.{f}" for f in reports), 0.9)
             written += write_reports(
                 tmp, table, opts, manifest(sweep, rows, [], notes, the_plan), reports, template_dir
             )
@@ -234,6 +234,13 @@ def run(
         written.append("manifest.json")
         write_manifest(manifest(sweep, rows, written, notes, the_plan), tmp / "manifest.json")
     return RunResult(target, tuple(target / f for f in written), rows, tuple(notes))
+
+
+def count_rows(sweep: Sweep) -> int:
+    """Configurations after exclusions (and the context axis): what `run` estimates, counted without
+    estimating them."""
+    parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
+    return parts.frame().select(pl.len()).collect().item()
 
 
 def require_renderer(reports: Sequence[str]) -> None:

@@ -270,9 +270,13 @@ def test_exclusions_that_leave_nothing(tmp_path):
     assert not (tmp_path / "out" / "e").exists()
 
 
-def test_validate_and_schema():
+def test_validate_and_schema(tmp_path):
     r = CliRunner().invoke(main, ["validate", str(ROOT / "sweeps" / "example.yaml")])
-    assert r.exit_code == 0 and r.output.strip() == "OK: 108 configurations before exclusions"
+    # the count after exclusions, as `run` reports it: 2 GPUs x (8B at tp 1 + 70B at tp 1, 2, 4) x 3 precisions
+    # x 3 batches = 72 of the 108 the axes make
+    assert r.exit_code == 0 and r.output.strip() == "OK: 72 configurations (108 before exclusions)"
+    run = CliRunner().invoke(main, ["run", str(ROOT / "sweeps" / "example.yaml"), "-o", str(tmp_path)])
+    assert run.exit_code == 0 and "72 configurations" in run.stderr
     r = CliRunner().invoke(main, ["schema"])
     schema = json.loads(r.stdout)
     assert set(schema["required"]) == {"name", "grid"}
@@ -291,6 +295,36 @@ def test_every_sweep_key_is_documented():
 def test_columns_in_units_not_labels():
     for name in EXPORTED:
         assert BY_NAME[name].description
+
+
+def test_run_help_lists_every_file_it_writes(tmp_path):
+    result = pipeline.run(ROOT / "sweeps" / "procurement.yaml", tmp_path)
+    written = {p.name if p.parent.name != "charts" else "charts/*.svg" for p in result.files}
+    text = " ".join(CliRunner().invoke(main, ["run", "--help"]).output.split())
+    for name in written:
+        shown = {"estimates.parquet": ".parquet", "estimates.xlsx": ".xlsx"}.get(name, name)
+        assert shown in text, name
+
+
+def test_progress_bar_and_eta():
+    import io
+
+    from llmsweep.progress import ProgressBar, bar_line, eta_text
+
+    # 30 s for the first 40 %: the other 60 % take 30 x 0.6 / 0.4 = 45 s
+    assert eta_text(30.0, 0.4) == "ETA 45 s" and eta_text(120.0, 0.4) == "ETA 3 min 0 s"
+    assert eta_text(5.0, 0.0) == "ETA --"
+    assert bar_line("ranking", 0.5, 10.0, width=10) == "[#####.....]  50% ranking  ETA 10 s"
+    times = iter([0.0, 0.0, 6.0])
+    out = io.StringIO()
+    bar = ProgressBar(out, clock=lambda: next(times))
+    bar("estimating", 0.0)
+    bar("ranking", 0.75)  # 6 s for 75 %: 2 s to go
+    bar.close()
+    frames = out.getvalue().split("\r")
+    assert frames[1].startswith("[") and "ETA --" in frames[1]
+    assert frames[2].rstrip() == "[" + "#" * 18 + "." * 6 + "]  75% ranking  ETA 2 s"
+    assert "\n" not in out.getvalue()  # one line, redrawn
 
 
 def test_progress_only_on_a_terminal(monkeypatch):
