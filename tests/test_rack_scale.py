@@ -120,6 +120,10 @@ def test_uneven_expert_placement():
         ),
         ({"tp": 1, "dp_attention": 512, "ep": 512, "gpu": "gb200"}, "ep exceeds the model's routed experts"),
         (
+            {"gpu": "rtx-4090", "model": "Qwen/Qwen3-30B-A3B", "precision": "int4", "dp_attention": 2},
+            "no known interconnect bandwidth for the experts' gather over the dp_attention groups",
+        ),
+        (
             {"gpu": "l40s", "tp": 1, "pp": 16},
             "the layout spans servers (more GPUs than one server or NVLink domain) and the GPU has no known "
             "scale-out network bandwidth (scale_out_gbps_per_direction)",

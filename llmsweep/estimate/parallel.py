@@ -274,6 +274,10 @@ def layout_reason() -> pl.Expr:
             (c.ep > 1) & c.expert_link_bandwidth_bytes_per_s.is_null() & (expert_traffic()[0] > 0),
             "no known interconnect bandwidth for the experts' all-to-all (ep > 1)",
         ),
+        (
+            gathers_experts() & link_bandwidth(c.expert_link).is_null(),
+            "no known interconnect bandwidth for the experts' gather over the dp_attention groups",
+        ),
         (c.peak_flops_per_s.is_null(), "no published peak rate for the compute dtype or any wider one"),
     ]
     expr = text(None)
