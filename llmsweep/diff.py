@@ -391,7 +391,7 @@ def to_csv(d: DiffResult) -> str:
         row = (c.section, c.key, "", "", "", "", "", "changed", "", _raw(c.old), _raw(c.new), "")
         w.writerow([safe_cell(x) for x in row])
     for o in d.options:
-        for name, *_ in ANSWER_FIELDS:
+        for name in [f for f, *_ in ANSWER_FIELDS] + list(LAYOUT):  # and the best layout, when it moved
             if o.status == "changed" and not o.changed(name):
                 continue
             old, new = o.old.get(name), o.new.get(name)
