@@ -293,6 +293,7 @@ def rerender(
     results = saved.load(path)
     require_renderer(formats)
     listed = outfolder.listed_files(results.manifest)
+    _check_replaceable(folder, [f"report.{f}" for f in formats], listed)  # before rendering; charts after
     try:
         tmp = Path(
             tempfile.mkdtemp(
