@@ -321,7 +321,8 @@ def report(estimates, fmt, template_dir):
 
     ESTIMATES is the estimates.parquet a run wrote; manifest.json must sit beside it (and
     plan.parquet, for the recommendations). Each report is replaced whole, or left as it was
-    when anything fails.
+    when anything fails; only reports llmsweep wrote there (and nobody changed since) are
+    replaced, and other files in the folder stay as they are.
 
     \b
     Examples:
