@@ -51,6 +51,11 @@ def _as_list(v: Any) -> Any:
     return v if isinstance(v, list) else [v]
 
 
+def _batches(v: Any) -> Any:
+    """The batch axis as a list, `max` in any case (MAX, Max) as the names are."""
+    return [b.strip().lower() if isinstance(b, str) and b.strip().lower() == "max" else b for b in _as_list(v)]
+
+
 def _axis(item: Any, description: str, default: list | None = None) -> Any:
     kwargs = {"min_length": 1, "description": description}
     if default is None:
@@ -86,7 +91,11 @@ class GridSpec(_Strict):
     input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
     context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
     output_tokens: _axis(PositiveTokens, "Generated tokens per request.", [256])  # type: ignore[valid-type]
-    batch: _axis(number("batch") | Literal["max"], "Concurrent sequences; max = the largest that fits.", [1])  # type: ignore[valid-type]
+    batch: Annotated[  # type: ignore[valid-type]
+        list[number("batch") | Literal["max"]],
+        BeforeValidator(_batches),
+        Field(default=[1], min_length=1, description="Concurrent sequences; max (any case) = the largest that fits."),
+    ]
     tp: _axis(number("parallel"), "Tensor-parallel sizes.", [1])  # type: ignore[valid-type]
     pp: _axis(number("parallel"), "Pipeline-parallel sizes.", [1])  # type: ignore[valid-type]
     ep: _axis(number("parallel"), "Expert-parallel sizes (MoE; must divide tp x dp_attention).", [1])  # type: ignore[valid-type]

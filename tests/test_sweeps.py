@@ -335,3 +335,12 @@ def test_progress_only_on_a_terminal(monkeypatch):
     assert cli._progress(quiet=True) is None
     monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: False, raising=False)
     assert cli._progress(quiet=False) is None
+
+
+def test_batch_max_in_any_case(tmp_path):
+    from llmsweep.spec import load
+
+    upper = write_sweep(
+        tmp_path, {"name": "u", "grid": {"gpu": ["l4"], "model": ["llama-3.1-8b"], "batch": [1, "MAX"]}}
+    )
+    assert list(load(upper).axes.batch) == [1, "max"]  # as the names are: case aside
