@@ -369,7 +369,10 @@ def test_template_that_is_not_utf8(results, tmp_path):
 
 def test_a_failing_md_template_keeps_the_new_html_out_too(results, tmp_path):
     """Reports are replaced together or not at all: html renders fine, md fails, neither changes."""
+    from llmsweep.outfolder import seal
+
     (results / "report.html").write_text("previous html")
+    seal(results, "run")  # as if the run had written it: `report` may replace it
     custom = tmp_path / "templates"
     custom.mkdir()
     (custom / "report.md.j2").write_text("{{ nope }}")
