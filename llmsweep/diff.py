@@ -352,19 +352,9 @@ def to_markdown(d: DiffResult) -> str:
 
 
 def to_html(d: DiffResult) -> str:
-    import jinja2
+    from llmsweep.report import environment
 
-    from llmsweep.report import template_dir
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env.get_template("diff.html.j2").render(**context(d))
+    return environment(None, html=True).get_template("diff.html.j2").render(**context(d))
 
 
 CSV_HEADER = ("section", "key", "model", "input_tokens", "output_tokens", "gpu", "offer", "status", "field")

@@ -154,16 +154,6 @@ def _copy_run(run: Run, dest: Path) -> None:
 
 
 def _render(context: dict) -> str:
-    import jinja2
+    from llmsweep.report import environment
 
-    from llmsweep.report import template_dir
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_dir())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    return env.get_template("site/index.html.j2").render(**context)
+    return environment(None, html=True).get_template("site/index.html.j2").render(**context)
