@@ -1118,7 +1118,9 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("EP link", "expert_link", "", description="Slowest link of the expert all-to-all."),
     OptionColumn("PP link", "pp_link", "", description="Slowest link a pipeline stage boundary crosses."),
     OptionColumn("Batch", "batch", "sequences", description="Concurrent sequences per replica."),
-    OptionColumn("Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."),
+    OptionColumn(
+        "Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."
+    ),
     OptionColumn("Meets targets", "meets_targets", "", description="yes, or no."),
     OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
     OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),
