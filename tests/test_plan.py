@@ -405,6 +405,22 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
         "$170,000 up front and $3,380 a month to run, so it pays back after 69.1 months: longer than the "
         "3-year horizon, so renting costs less over it."
     )
+    # the report's first sentence says the same: the rental first, the purchase $8,101.82 - $5,840 a month dearer
+    from llmsweep.answer import answer
+    from llmsweep.finance import option_rows
+
+    ranked_rows = plan.rank(out, column).with_columns(
+        fits=pl.lit(True),
+        output_tokens_per_s_per_gpu=pl.lit(250.0),
+        kv_precision=pl.lit("fp8"),
+        kv_bytes_per_element=pl.lit(1.0),
+    )
+    table = option_rows(ranked_rows, column, False).to_dicts()
+    workload = {"requests_per_s": 4, "peak_factor": 1}
+    assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
+        "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm rented, $5,840 a month, "
+        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm, costs $2,262 more a month."
+    )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
     alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")
     single = plan.add_plan_columns(rows, alone, every_offer=True).collect().with_columns(model=pl.lit("m"))
