@@ -28,6 +28,8 @@ from llmsweep.catalog.engines import _LOCAL_FAMILIES
 from llmsweep.columns import c
 from llmsweep.spec import CostSpec
 
+NO_FLEET = "no fleet"  # how plan.UNSIZABLE begins: a workload no fleet of the layout can serve
+
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
 HOURS_PER_YEAR = 8760.0
 DEFAULT_POWER_UTILIZATION = 0.7  # share of TDP drawn on average, when no offer says otherwise
@@ -334,7 +336,10 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     resolved = pl.when(pl.col("kv_precision") == "auto").then(width).otherwise(pl.col("kv_precision"))
     kv = pl.col("kv_cache_format") if "kv_cache_format" in best.columns else resolved
     best = best.with_columns(
-        fleet_gpus=pl.coalesce(pl.col("gpus_needed"), pl.col("gpus")),
+        # the fleet: gpus_needed, or one replica without a workload; none when it cannot be sized
+        fleet_gpus=pl.when(~pl.col("slo_miss").cast(pl.String).str.starts_with(NO_FLEET).fill_null(False)).then(
+            pl.coalesce(pl.col("gpus_needed"), pl.col("gpus"))
+        ),
         meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
         kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
         usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),

@@ -25,6 +25,7 @@ from llmsweep.finance import (
     FLEET_FIELDS,
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
+    NO_FLEET,
     OFFER_COMPONENTS,
     RENT_24_7,
     Offer,
@@ -253,7 +254,7 @@ def add_plan_columns(
 
 
 MAX_REPLICAS = 1e12  # more is no plan (and would overflow Int64 once multiplied by GPUs)
-UNSIZABLE = "no fleet: the workload needs more than 10^12 replicas of this layout"
+UNSIZABLE = f"{NO_FLEET}: the workload needs more than 10^12 replicas of this layout"
 
 
 def unsizable() -> pl.Expr:

@@ -272,6 +272,8 @@ def _is_cost(column: str) -> bool:
 
 def _option(r: dict, column: str, batches: list[int] | None = None, targets: bool = True) -> dict:
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
+    if r.get("load_note"):  # clients beyond the engine's limit or the KV cache wait for a slot
+        caveats.append(f"at this operating point the {r['load_note']}")
     fleet_per_m = r.get("fleet_usd_per_million_output_tokens")
     shown = {  # the cost per token of the ranking: the fleet's with a workload, else a full replica's (with band)
         "usd_per_m": fleet_per_m if fleet_per_m is not None else r.get("usd_per_million_output_tokens"),
@@ -431,7 +433,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     }
 
 
-IN_FORCE = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s")
+IN_FORCE = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "max_running_requests")
 
 
 def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
@@ -457,6 +459,7 @@ def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
             **r,
             "family": (gpus.get(r["gpu"]) or {}).get("family", ""),
             "bandwidth_gbps": bandwidth(r["gpu"]),
+            "max_running_requests": int(r.get("max_running_requests") or 0),
         }
         for r in rows.iter_rows(named=True)
     ]

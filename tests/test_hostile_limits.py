@@ -84,6 +84,9 @@ def test_a_workload_too_large_to_size_is_never_ranked(world):
     assert row["slo_miss"] == "no fleet: the workload needs more than 10^12 replicas of this layout"
     with open(world.results / "estimates.csv", newline="") as f:
         assert {(r["meets_slo"], r["fleet_usd_per_month"]) for r in csv.DictReader(f)} == {("false", "")}
+    with open(world.results / "options.csv", newline="") as f:
+        (option,) = list(csv.DictReader(f))
+    assert (option["GPUs"], option["Meets targets"]) == ("", "no")  # no fleet, not one replica
 
 
 def test_report_accepts_a_runs_own_output(world):

@@ -326,3 +326,8 @@ def test_degenerate_names_are_unknown(catalog, name):
             catalog.resolve_model(name)
     with pytest.raises(UnknownNameError):
         catalog.resolve_gpu(name)
+
+
+@pytest.mark.parametrize(("name", "gpu"), [("rtx4090", "rtx-4090"), ("H100SXM", "h100-sxm"), ("mi300x", "mi300x")])
+def test_gpu_names_punctuation_aside(catalog, name, gpu):
+    assert catalog.resolve_gpu(name).id == gpu

@@ -43,6 +43,11 @@ def normalize(name: str) -> str:
         key = stripped
 
 
+def squash(name: str) -> str:
+    """`normalize` with the punctuation gone too: 'rtx4090' and 'RTX-4090' -> 'rtx4090'."""
+    return re.sub(r"[^a-z0-9]", "", normalize(name))
+
+
 @dataclass(frozen=True, slots=True)
 class Resolved:
     id: str
@@ -77,6 +82,12 @@ class NameIndex:
                 self._lookup.setdefault(normalize(n), cid)
         self._ambiguous = {normalize(k): v for k, v in (ambiguous or {}).items()}
         self._display = [n for cid, aliases in names.items() for n in [cid, *aliases]]
+        # punctuation aside: a spelling without the dashes or dots resolves when only one entry has it
+        squashed: dict[str, set[str]] = {}
+        for key, cid in self._lookup.items():
+            squashed.setdefault(squash(key), set()).add(cid)
+        ambiguous_keys = {squash(k) for k in self._ambiguous}
+        self._squashed = {k: next(iter(v)) for k, v in squashed.items() if len(v) == 1 and k not in ambiguous_keys}
 
     def __contains__(self, name: str) -> bool:
         return normalize(name) in self._lookup
@@ -87,6 +98,8 @@ class NameIndex:
             return self._pick(name, self._ambiguous[key])
         if key in self._lookup:
             return Resolved(self._lookup[key])
+        if squash(name) in self._squashed:
+            return Resolved(self._squashed[squash(name)])
         return None
 
     def _pick(self, name: str, group: list[str]) -> Resolved:
