@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from llmsweep import finance, plan
 from llmsweep.errors import SpecError
 from llmsweep.spec import CostSpec, WorkloadSpec, load
 
+from .browser import dump_dom
 from .conftest import ROOT
 from .test_plan import frame
 
@@ -344,19 +344,8 @@ def layout_in_browser(report: Path, tmp_path: Path, width: int) -> dict:
     head, tail = report.read_text().rsplit("</body>", 1)  # the last one: the vega bundle has its own "</body>"
     (folder / "report.html").write_text(head + LAYOUT_PROBE + tail)
     (folder / "frame.html").write_text(FRAME.format(width=width))
-    cmd = [
-        shutil.which("chromium"),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        f"--user-data-dir={tmp_path / 'chrome'}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--window-size={max(width, 500)},1000",
-        "--virtual-time-budget=30000",
-        "--dump-dom",
-        (folder / "frame.html").resolve().as_uri(),
-    ]
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
+    url = (folder / "frame.html").resolve().as_uri()
+    dom = dump_dom(url, tmp_path, budget_ms=30_000, window=f"{max(width, 500)},1000", timeout=180)
     return json.loads(html.unescape(re.search(r"<title>probe=(.*?)</title>", dom).group(1)))
 
 

@@ -4,7 +4,6 @@ links only to files it holds, and replaces the previous site whole or not at all
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from llmsweep.cli import main
 from llmsweep.errors import LlmsweepError
 from llmsweep.publish import publish
 
+from .browser import chromium, dump_dom
 from .conftest import ROOT
-from .test_report import chromium
 
 SWEEPS = {  # name: (title, GPUs)
     "alpha": ("Alpha: H100 only", ["h100-sxm"]),
@@ -95,23 +94,7 @@ def test_reports_are_copied_as_they_are(site, out):
 
 def browser_dom(url: str, tmp_path: Path) -> str:
     """The DOM after load in headless Chromium, with every host unresolvable (no network)."""
-    cmd = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chrome'}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=10000",
-        "--dump-dom",
-        url,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    return dump_dom(url, tmp_path, budget_ms=10_000)
 
 
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (.ci/run installs Debian's chromium)")

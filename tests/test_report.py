@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import polars as pl
@@ -17,6 +16,7 @@ from llmsweep import charts, pipeline
 from llmsweep.cli import main
 from llmsweep.report import build_context
 
+from .browser import chromium, dump_dom
 from .conftest import ROOT
 
 GOLDEN = Path(__file__).parent / "golden" / "example-report.md"
@@ -36,32 +36,9 @@ def frame(example) -> pl.LazyFrame:
     return pl.scan_parquet(example / "estimates.parquet")
 
 
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
 def render_in_browser(path: Path, tmp_path: Path) -> str:
     """The DOM after load, in headless Chromium with every host unresolvable (no network)."""
-    cmd = [
-        chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'chrome'}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=20000",
-        "--dump-dom",
-        path.resolve().as_uri(),
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    return dump_dom(path.resolve().as_uri(), tmp_path)
 
 
 @pytest.mark.skipif(chromium() is None, reason="Chromium is not installed (.ci/run installs Debian's chromium)")
