@@ -135,7 +135,12 @@ def main() -> None:
     help="Weight format (see `llmsweep precisions`). Default: the model name's quantization suffix "
     "(-FP8, -AWQ, -NVFP4, ...), else the checkpoint's own format, else bf16.",
 )
-@click.option("--kv-precision", default="auto", show_default=True, help="KV-cache format; auto = 16-bit.")
+@click.option(
+    "--kv-precision",
+    default="auto",
+    show_default=True,
+    help="KV-cache format; auto = the engine's (fp8 on TensorRT-LLM for NVFP4/ModelOpt, else 16-bit).",
+)
 @click.option("--tp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Tensor-parallel GPUs.")
 @click.option(
     "--pp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Pipeline-parallel GPUs."

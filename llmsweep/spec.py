@@ -87,7 +87,11 @@ class GridSpec(_Strict):
         "states (-FP8, -AWQ, -NVFP4), else its checkpoint's, else bf16.",
         ["auto"],
     )
-    kv_precision: _axis(str, "KV-cache formats; auto = the 16-bit activation dtype.", ["auto"])  # type: ignore[valid-type]
+    kv_precision: _axis(
+        str,
+        "KV-cache formats; auto = the engine's choice (see kv_cache_format), mostly the 16-bit activation dtype.",
+        ["auto"],
+    )  # type: ignore[valid-type]
     input_tokens: _axis(PositiveTokens, "Prompt lengths (or give `context`).", None) | None = None  # type: ignore[valid-type]
     context: _axis(PositiveTokens, "Context lengths = input + output (instead of input_tokens).", None) | None = None  # type: ignore[valid-type]
     output_tokens: _axis(PositiveTokens, "Generated tokens per request.", [256])  # type: ignore[valid-type]
