@@ -264,7 +264,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         (
             "max_running_requests",
-            F,
+            I,
             "requests",
             "Max running requests",
             "The engine's limit on running requests per attention DP rank (profile; 0 = the KV cache's only).",

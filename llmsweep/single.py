@@ -21,6 +21,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "model",
         "precision",
         "kv_precision",
+        "kv_cache_format",
         "tp",
         "pp",
         "ep",
@@ -66,6 +67,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "decode_tokens_per_s",
     ),
     "Serving at this concurrency (continuous batching, chunked prefill)": (
+        "max_running_requests",
         "decode_batch",
         "ttft_s",
         "ttft_p90_s",
