@@ -432,6 +432,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("comm_fixed_s", F, "s", "", "Latency part of all of a forward pass's communication.", False),
         ("comm_s_per_token", F, "s", "", "Bandwidth part of all communication per token of a group.", False),
         ("expert_placement", F, "", "", "Busiest EP rank's experts over the mean: ceil(E / ep) ep / E.", False),
+        ("expert_spread", F, "", "", "sqrt(2 ln ep) / sqrt(E / ep): the busiest rank's extra touched experts.", False),
         ("network_unit_gpus", I, "GPUs", "", "GPUs reachable without the NICs: max(scale-up domain, server).", False),
         ("expert_inside_link", S, "", "", "Link among the expert group's GPUs inside one network unit.", False),
         ("pp_inside_link", S, "", "", "Link of the stage boundaries inside one network unit.", False),

@@ -43,6 +43,7 @@ def toy(**over) -> pl.DataFrame:
         "dp_attention": 1,
         "max_running_requests": 0.0,
         "expert_share": 1.0,
+        "expert_spread": 0.0,
         "fixed_step_s": 0.0,
         "request_overhead_s": 0.0,
         "burst_share": 0.0,

@@ -52,14 +52,15 @@ def test_each_attention_group_caches_only_its_own_sequences():
 
 
 def test_decode_step_bytes_of_the_busiest_group():
-    # ideal profile: no expert imbalance. 64 sequences touch a fraction 1 - (1 - 8/256)^64 of the
-    # experts; the group's share of them is 1/8; it reads its dense copy and its 8 sequences' KV
-    # at the mean context 1,024 + 128 = 1,152 tokens (70,272 bytes each).
-    touched = 1 - (1 - 8 / 256) ** 64  # = 1 - 0.131087 = 0.868913
-    expected = R1_DENSE + R1_ROUTED * touched / 8 + 8 * 1_152 * 70_272
+    # ideal profile: uniform routing. 64 sequences touch a fraction 1 - (1 - 8/256)^64 = 0.868916
+    # of the experts; the group reads its dense copy, 1/8 of the routed experts at the share the
+    # busiest ep rank touches (0.990584, test_the_busiest_expert_parallel_rank_sets_the_step) and
+    # its 8 sequences' KV at the mean context 1,024 + 128 = 1,152 tokens (70,272 bytes each).
+    busiest = 0.9905841868625436
+    expected = R1_DENSE + R1_ROUTED * busiest / 8 + 8 * 1_152 * 70_272
     row = r1(tp=1, dp_attention=8, ep=8, batch=64)
     assert row["decode_bytes_per_step"] == pytest.approx(expected, rel=1e-12)
-    assert expected == pytest.approx(88_789_246_669, rel=1e-9)
+    assert expected == pytest.approx(98_734_236_139, rel=1e-9)
 
 
 def test_expert_all_to_all():
@@ -78,13 +79,23 @@ def test_expert_all_to_all():
     assert r1(tp=8, ep=1, batch=64)["expert_link"] is None  # tp 8 alone: the all-reduces carry the experts
 
 
-def test_expert_imbalance_slows_only_expert_parallel_layouts():
-    # default profile: the busiest ep GPU carries 1.2 x the mean expert load
+def test_the_busiest_expert_parallel_rank_sets_the_step():
+    # Uniform routing, ideal profile. 64 tokens touch each expert with p = 1 - (1 - 8/256)^64 =
+    # 0.868916; a rank of n = 256 / 8 = 32 experts touches n p +- sqrt(n p (1 - p)), and the busiest
+    # of 8 ranks about z = sqrt(2 ln 8) = 2.039334 spreads more: p + z sqrt(p (1 - p) / n)
+    # = 0.868916 + 2.039334 x sqrt(0.868916 x 0.131084 / 32) = 0.868916 + 0.121668 = 0.990584.
+    p = 1 - (1 - 8 / 256) ** 64
+    busiest = p + math.sqrt(2 * math.log(8)) * math.sqrt(p * (1 - p) / 32)
+    assert busiest == pytest.approx(0.990584, abs=1e-6)
     base = {"gpu": "b200", "model": R1, "precision": "fp8", "tp": 1, "dp_attention": 8, "batch": 64}
-    no_ep = estimate_row("default", **base, ep=1)
-    ep8 = estimate_row("default", **base, ep=8)
-    routed_share = R1_ROUTED * (1 - (1 - 8 / 256) ** 64) / 8
-    assert ep8["decode_bytes_per_step"] - no_ep["decode_bytes_per_step"] == pytest.approx(0.2 * routed_share)
+    no_ep, ep8 = estimate_row(**base, ep=1), estimate_row(**base, ep=8)
+    assert ep8["decode_bytes_per_step"] - no_ep["decode_bytes_per_step"] == pytest.approx(
+        R1_ROUTED * (busiest - p) / 8, rel=1e-9
+    )
+    # the spread coefficient of ep 8: z / sqrt(n) = 2.039334 / sqrt(32) = 0.360505 (a prompt's
+    # p = 1 leaves no spread: p (1 - p) = 0)
+    prompt = estimate_row(**{**base, "batch": 1}, ep=8, input_tokens=8192)
+    assert prompt["expert_spread"] == pytest.approx(math.sqrt(2 * math.log(8)) / math.sqrt(32), rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -36,9 +36,10 @@ class Efficiency(BaseModel):
     runtime_overhead_bytes: typed("overhead_bytes") = lim("overhead_bytes")
     tp_buffer_bytes: typed("overhead_bytes") = lim("overhead_bytes")
     prefill_chunk_tokens: typed("prefill_chunk_tokens") = lim("prefill_chunk_tokens")
-    # An assumption, not fitted: with expert parallelism the busiest GPU's expert load over the
-    # mean. Routing is never perfectly even; balancers (DeepSeek's EPLB) exist because of it.
-    expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.2)
+    # With expert parallelism, routing skew beyond uniform: the busiest rank's experts over what
+    # uniform routing gives it (whose own spread the estimator derives, compute.expert_spread).
+    # 1 = uniform, an assumption, not fitted: balancers (DeepSeek's EPLB) keep real routing near it.
+    expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.0)
     # Serving under load (estimate/load.py); defaulted so that older profile files keep working.
     request_overhead_s: typed("overhead_s") = lim("overhead_s", REQUEST_OVERHEAD_S)
     burst_share: typed("share") = lim("share", BURST_SHARE)

@@ -64,6 +64,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             pp_fixed_s=parallel.pp_fixed_s(),
             pp_s_per_token=parallel.pp_s_per_token(),
             expert_placement=parallel.expert_placement(),
+            expert_spread=compute.expert_spread(),
             layout_reason=parallel.layout_reason(),
         )
         .with_columns(

@@ -110,19 +110,38 @@ def experts_touched(tokens: pl.Expr) -> pl.Expr:
 def expert_share() -> pl.Expr:
     """The busiest attention group's share of the routed experts' work: 1 / dp_attention (the
     experts are spread over all tp x dp_attention GPUs while each group reads its own dense
-    weights), times the expert imbalance when ep > 1 (the busiest expert-parallel GPU sets the
-    step time; an assumption in the profile, not fitted), times the busiest rank's extra experts
+    weights), times a routing skew beyond uniform when ep > 1 (expert_imbalance, profile; 1 =
+    uniform routing, whose own spread is expert_spread's), times the busiest rank's extra experts
     when ep does not divide them (expert_placement)."""
-    imbalance = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
-    return imbalance * c.expert_placement / c.dp_attention
+    skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
+    return skew * c.expert_placement / c.dp_attention
+
+
+def expert_spread() -> pl.Expr:
+    """z / sqrt(n): how far the busiest of the ep ranks' touched experts lies above the mean, per
+    unit of the binomial spread. Each rank holds n = E / ep experts, each touched with probability
+    p, so a rank touches n p +- sqrt(n p (1 - p)); the largest of ep such counts is about z =
+    sqrt(2 ln ep) spreads above the mean (the expected maximum of ep normal variables). 0 when
+    ep = 1. DeepSeek-R1 on ep 8: sqrt(2 ln 8) / sqrt(32) = 2.0393 / 5.6569 = 0.3605."""
+    n = c.experts.cast(pl.Float64) / c.ep
+    z = (2 * c.ep.cast(pl.Float64).log()).sqrt()
+    return pl.when((c.ep > 1) & (c.experts > 0)).then(z / n.sqrt()).otherwise(0.0)
+
+
+def busiest_touched(tokens: pl.Expr) -> pl.Expr:
+    """Share of its experts the busiest expert-parallel rank touches in a pass over `tokens` tokens
+    with uniform routing: min(1, p + z sqrt(p (1 - p) / n)), p = 1 - (1 - k/E)^tokens (= p at ep 1).
+    Large against p when few tokens reach each expert (decode at a small batch), 1 for a prompt."""
+    p = 1 - (tokens * c.expert_miss_log).exp()
+    return pl.min_horizontal(p + c.expert_spread * (p * (1 - p)).sqrt(), 1.0)
 
 
 def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
     """Weights one forward pass over `tokens` tokens reads, all GPUs of an attention group: every
-    dense weight once and, of the routed experts, only those touched, at the group's share:
-    (P x b_w - routed) + routed x (1 - (1 - k/E)^tokens) x expert_share
+    dense weight once and, of the routed experts, those the busiest rank touches, at the group's
+    share: (P x b_w - routed) + routed x busiest_touched(tokens) x expert_share
     (= P x b_w - routed x (1 - k/E)^tokens without attention data parallelism or ep)."""
-    touched = c.routed_expert_bytes * (1 - (tokens * c.expert_miss_log).exp())
+    touched = c.routed_expert_bytes * busiest_touched(tokens)
     return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share
 
 
