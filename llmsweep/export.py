@@ -122,6 +122,10 @@ def column_widths(frame: pl.DataFrame, units: list[str | None]) -> list[int]:
     return widths
 
 
+# Characters of column width a landscape A4 page shows at about 8 points; wider sheets print on A3.
+A4_CHARACTERS = 180
+
+
 def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     """For finance: one sheet per table; column names, then a row of units, a frozen header, number
     formats by unit, columns as wide as their content; printed landscape, one page wide, with the
@@ -143,10 +147,13 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     for name, frame in sheets.items():
         ws = wb.add_worksheet(name)
         units = [BY_NAME[n].unit if n in BY_NAME else option_units.get(n) for n in frame.columns]
-        for j, (width, unit) in enumerate(zip(column_widths(frame, units), units, strict=True)):
+        widths = column_widths(frame, units)
+        for j, (width, unit) in enumerate(zip(widths, units, strict=True)):
             ws.set_column(j, j, width, formats.get(unit) if unit else None)
         ws.freeze_panes(2, 0)
         ws.set_landscape()
+        if sum(widths) > A4_CHARACTERS:  # a wide sheet on A3, so one page wide stays legible
+            ws.set_paper(8)
         ws.fit_to_pages(1, 0)  # one page wide, as many tall as it takes
         ws.repeat_rows(0, 1)  # the names and units on every printed page
         # constant_memory writes row by row: the names, then the units, then the data

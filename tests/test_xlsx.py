@@ -28,6 +28,10 @@ def test_every_sheet_prints_landscape_one_page_wide_with_its_headers_repeated(bo
         assert ws.page_setup.fitToWidth in (None, 1) and ws.page_setup.fitToHeight == 0
         assert ws.print_title_rows == "$1:$2"  # the names and the units on every page
         assert ws.freeze_panes == "A3"
+        # the wide sheets (options has over 40 columns) print on A3 (paper size 8), so that one page
+        # wide stays legible
+        width = sum(d.width or 0 for d in ws.column_dimensions.values())
+        assert (ws.page_setup.paperSize == 8) == (width > export.A4_CHARACTERS), ws.title
 
 
 def test_columns_are_as_wide_as_what_they_show(book):
