@@ -724,11 +724,19 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("gpus_needed", I, "GPUs", "GPUs needed", "replicas x tp x pp."),
         ("utilization", F, "fraction", "Utilisation", "Average load / capacity of the whole fleet."),
         (
+            "fleet_gpus",
+            I,
+            "GPUs",
+            "Fleet GPUs",
+            "GPUs of the fleet: gpus_needed, or one replica (gpus) without a workload; empty when the workload "
+            "cannot be sized.",
+        ),
+        (
             "servers_needed",
             I,
             "servers",
             "Servers",
-            "ceil(fleet GPUs / gpus_per_node); the fleet is gpus_needed, or one replica (gpus) without a workload.",
+            "ceil(fleet_gpus / gpus_per_node).",
         ),
         (
             "racks_needed",
@@ -1013,6 +1021,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "requests_per_s_per_replica",
     "replicas",
     "gpus_needed",
+    "fleet_gpus",
     "servers_needed",
     "racks_needed",
     "fleet_kw",

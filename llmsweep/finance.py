@@ -28,8 +28,6 @@ from llmsweep.catalog.engines import _LOCAL_FAMILIES
 from llmsweep.columns import c
 from llmsweep.spec import CostSpec
 
-NO_FLEET = "no fleet"  # how plan.UNSIZABLE begins: a workload no fleet of the layout can serve
-
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12
 HOURS_PER_YEAR = 8760.0
 DEFAULT_POWER_UTILIZATION = 0.7  # share of TDP drawn on average, when no offer says otherwise
@@ -235,12 +233,31 @@ def offer_table(offers: dict[str, tuple[Offer, ...]], every: bool = True, compon
 
 
 # -- a fleet's cost ----------------------------------------------------------------------------------------------
+# What fleet_columns writes (tests/test_plan.py checks the list against it).
+FLEET_COLUMNS = (
+    "fleet_gpus",
+    "servers_needed",
+    "racks_needed",
+    "fleet_kw",
+    "capex_usd",
+    "opex_usd_per_year",
+    "horizon_years",
+    "tco_usd",
+    "tco_usd_per_month",
+    "fleet_usd_per_month",
+    "fleet_usd_per_million_output_tokens",
+    "kwh_per_million_output_tokens",
+    "output_tokens_per_s_per_kw",
+)
+
+
 def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg_requests_per_s) -> pl.LazyFrame:
     """Servers, racks, kW, capex, opex, monthly cost, TCO and energy of the fleet: `gpus_needed` GPUs,
     or one replica (`gpus`) without a workload. Whole servers and racks: a fleet of 4 GPUs on an
     8-GPU platform pays for one whole server (and its rack), whatever a GPU-hour's share of it is.
     Nothing for rows that cannot run; no horizon where there is no price."""
-    fleet = pl.coalesce(c.gpus_needed, c.gpus)
+    frame = frame.with_columns(fleet_gpus=pl.when(c.fits).then(pl.coalesce(c.gpus_needed, c.gpus)))
+    fleet = c.fleet_gpus
     bought = pl.col("_kind") == "buy"
     priced = c.usd_per_gpu_hour.is_not_null() & c.fits
     # rented GPUs paid per hour used cost the GPU-hours the traffic uses: fleet x utilisation
@@ -336,10 +353,6 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     resolved = pl.when(pl.col("kv_precision") == "auto").then(width).otherwise(pl.col("kv_precision"))
     kv = pl.col("kv_cache_format") if "kv_cache_format" in best.columns else resolved
     best = best.with_columns(
-        # the fleet: gpus_needed, or one replica without a workload; none when it cannot be sized
-        fleet_gpus=pl.when(~pl.col("slo_miss").cast(pl.String).str.starts_with(NO_FLEET).fill_null(False)).then(
-            pl.coalesce(pl.col("gpus_needed"), pl.col("gpus"))
-        ),
         meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
         kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
         usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),

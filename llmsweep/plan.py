@@ -22,10 +22,10 @@ from llmsweep.columns import BY_NAME, c, higher_is_better, text
 from llmsweep.estimate import add_batch_estimates, load
 from llmsweep.finance import (
     DEFAULT_POWER_UTILIZATION,
+    FLEET_COLUMNS,
     FLEET_FIELDS,
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
-    NO_FLEET,
     OFFER_COMPONENTS,
     RENT_24_7,
     Offer,
@@ -237,7 +237,6 @@ def add_plan_columns(
         # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
         return pl.when((per_replica > 0) & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64)
 
-    before = frame.collect_schema().names()
     frame = frame.with_columns(
         **band_columns(),
         replicas=replicas_at(c.requests_per_s_per_replica),
@@ -249,12 +248,11 @@ def add_plan_columns(
         utilization=avg / (c.replicas * c.requests_per_s_per_replica),
     )
     frame = fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg)
-    _FLEET_COLUMNS.update(n for n in frame.collect_schema().names() if n not in before and n not in band_columns())
     return done(unsized(frame))
 
 
 MAX_REPLICAS = 1e12  # more is no plan (and would overflow Int64 once multiplied by GPUs)
-UNSIZABLE = f"{NO_FLEET}: the workload needs more than 10^12 replicas of this layout"
+UNSIZABLE = "no fleet: the workload needs more than 10^12 replicas of this layout"
 
 
 def unsizable() -> pl.Expr:
@@ -263,7 +261,8 @@ def unsizable() -> pl.Expr:
     return c.fits & c.replicas.is_null()
 
 
-_FLEET_COLUMNS: set[str] = set()  # what sizing a fleet adds: replicas, GPUs, servers, power, costs, TCO
+# What sizing a fleet adds: replicas, GPUs, servers, power, costs, TCO.
+SIZED_COLUMNS = ("replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization", *FLEET_COLUMNS)
 
 
 def unsized(frame):
@@ -271,7 +270,7 @@ def unsized(frame):
     replica, GPU, cost and power figure of the fleet is empty, never the one replica that stands
     for the fleet when there is no workload."""
     names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
-    fleet = [n for n in names if n in _FLEET_COLUMNS]
+    fleet = [n for n in names if n in SIZED_COLUMNS]
     return frame.with_columns(
         [pl.when(~unsizable()).then(pl.col(n)).alias(n) for n in fleet],
         meets_slo=pl.when(unsizable()).then(False).otherwise(c.meets_slo),

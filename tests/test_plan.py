@@ -479,3 +479,25 @@ def test_concurrent_users_become_requests_per_s():
         WorkloadSpec(users=500)
     with pytest.raises(ValueError, match="give exactly one of requests_per_s, tokens_per_day or users"):
         WorkloadSpec(users=500, think_time_s=30, requests_per_s=2)
+
+
+def test_the_fleet_columns_are_what_fleet_columns_writes(monkeypatch):
+    """plan.unsized empties exactly these for a workload no fleet can serve: the declared list must
+    be what finance.fleet_columns adds to a frame."""
+    from llmsweep.spec import load
+
+    added: set[str] = set()
+    real = finance.fleet_columns
+
+    def recording(frame, *args):
+        out = real(frame, *args)
+        added.update(set(out.collect_schema().names()) - set(frame.collect_schema().names()))
+        return out
+
+    monkeypatch.setattr(plan, "fleet_columns", recording)
+    pipeline.compute_plan(load(ROOT / "sweeps" / "procurement.yaml"))
+    assert added == set(finance.FLEET_COLUMNS)
+    assert (
+        set(plan.SIZED_COLUMNS)
+        == {"replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization"} | added
+    )

@@ -27,11 +27,11 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             servers_per_replica=parallel.servers_per_replica(),
             tp_link=parallel.tp_link(),
             expert_link=parallel.expert_link(),
-            pp_link=parallel.pp_link(),
             expert_inside_link=parallel.inside_unit_kind(parallel.expert_group_gpus()),
             pp_inside_link=parallel.inside_unit_kind(c.gpus),
         )
         .with_columns(
+            pp_link=parallel.pp_link(),
             link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.tp_link),
             expert_link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.expert_inside_link),
             pp_link_bandwidth_bytes_per_s=parallel.link_bandwidth(c.pp_inside_link),

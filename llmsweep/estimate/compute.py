@@ -101,10 +101,16 @@ def attended_keys(context: pl.Expr) -> pl.Expr:
     return full + c.window_fraction * (pl.min_horizontal(context, c.sliding_window_tokens) - full)
 
 
+def touch_probability(tokens: pl.Expr) -> pl.Expr:
+    """p = 1 - (1 - k/E)^tokens: the chance that `tokens` tokens, routed uniformly, use a given
+    expert of an MoE layer (0 for dense models)."""
+    return 1 - (tokens * c.expert_miss_log).exp()
+
+
 def experts_touched(tokens: pl.Expr) -> pl.Expr:
-    """Routed experts that `tokens` tokens use in one MoE layer, if routing is uniform:
-    E x (1 - (1 - k/E)^tokens). One token reads k; a large batch reads all E."""
-    return c.experts * (1 - (tokens * c.expert_miss_log).exp())
+    """Routed experts that `tokens` tokens use in one MoE layer, if routing is uniform: E x p.
+    One token reads k; a large batch reads all E."""
+    return c.experts * touch_probability(tokens)
 
 
 def expert_share() -> pl.Expr:
@@ -132,7 +138,7 @@ def busiest_touched(tokens: pl.Expr) -> pl.Expr:
     """Share of its experts the busiest expert-parallel rank touches in a pass over `tokens` tokens
     with uniform routing: min(1, p + z sqrt(p (1 - p) / n)), p = 1 - (1 - k/E)^tokens (= p at ep 1).
     Large against p when few tokens reach each expert (decode at a small batch), 1 for a prompt."""
-    p = 1 - (tokens * c.expert_miss_log).exp()
+    p = touch_probability(tokens)
     return pl.min_horizontal(p + c.expert_spread * (p * (1 - p)).sqrt(), 1.0)
 
 

@@ -121,7 +121,7 @@ def pp_link() -> pl.Expr:
         .then(text(None))
         .when(pp_network_boundaries() > 0)
         .then(text(SCALE_OUT))
-        .otherwise(inside_unit_kind(c.gpus))
+        .otherwise(c.pp_inside_link)
     )
 
 
