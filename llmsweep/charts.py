@@ -130,10 +130,14 @@ def gpu_color(data: pl.DataFrame) -> alt.Color:
     )
 
 
+# How a layout is written (charts and report.f_layout): tp always, then these when above 1.
+LAYOUT_PARTS = (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
+
+
 def layout_text() -> pl.Expr:
     """A layout as the reports write it (report.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16."""
     parts = [pl.format("tp{}", "tp")]
-    for col, name in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp")):
+    for col, name in LAYOUT_PARTS:
         parts.append(pl.when(pl.col(col) > 1).then(pl.format(" " + name + "{}", col)).otherwise(pl.lit("")))
     return pl.concat_str(parts)
 

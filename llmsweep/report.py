@@ -19,7 +19,7 @@ import jinja2
 import polars as pl
 
 from llmsweep import answer as answers
-from llmsweep.charts import build_charts
+from llmsweep.charts import LAYOUT_PARTS, build_charts
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.finance import RENT_24_7, option_rows
@@ -165,11 +165,7 @@ LINK_NAMES = {"scale-up": "NVLink/IF", "pcie": "PCIe", "scale-out": "network"}
 def f_layout(o: dict) -> str:
     """A replica's parallel layout in the engines' terms: tp8 pp2, tp1 dp-attn16 ep16."""
     parts = [f"tp{o['tp']}"]
-    parts += [
-        f"{name}{o[key]}"
-        for key, name in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
-        if o.get(key, 1) > 1
-    ]
+    parts += [f"{name}{o[key]}" for key, name in LAYOUT_PARTS if o.get(key, 1) > 1]
     return " ".join(parts)
 
 
