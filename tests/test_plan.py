@@ -494,7 +494,7 @@ def test_the_fleet_columns_are_what_fleet_columns_writes(monkeypatch):
         added.update(set(out.collect_schema().names()) - set(frame.collect_schema().names()))
         return out
 
-    monkeypatch.setattr(plan, "fleet_columns", recording)
+    monkeypatch.setattr(plan.sizing, "fleet_columns", recording)  # where add_plan_columns and at_traffic look it up
     pipeline.compute_plan(load(ROOT / "sweeps" / "procurement.yaml"))
     assert added == set(finance.FLEET_COLUMNS)
     assert (

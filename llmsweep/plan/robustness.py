@@ -1,0 +1,109 @@
+"""Sensitivity: which assumption, moved by 20 %, changes the top recommendation?"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import BY_NAME, higher_is_better
+from llmsweep.plan.inputs import PlanInputs
+from llmsweep.plan.selection import options
+
+SENSITIVITY_STEP = 0.2
+
+
+TRAFFIC_DEPENDENT = (
+    "replicas",
+    "gpus_needed",
+    "servers_needed",
+    "racks_needed",
+    "fleet_kw",
+    "utilization",
+    "capex_usd",
+    "opex_usd_per_year",
+    "fleet_usd_per_month",
+    "fleet_usd_per_million_output_tokens",
+    "tco_usd",
+)
+TRAFFIC_SHOWN = ("gpus_needed", "fleet_usd_per_month")  # what traffic moves, shown when the ranking metric is per token
+WANT_OFFER = "_want_offer"  # a pair row's offer: the re-estimated metrics are read for that offer only
+
+
+def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[float | None]:
+    """`column` for every row of the stacked `frames` (layout x lengths rows, each with the offer it
+    is priced with in WANT_OFFER) after re-estimating them all at once."""
+    from llmsweep.estimate import add_layout_estimates, add_length_estimates
+
+    stacked = pl.concat(frames, how="vertical_relaxed")
+    rows = add_length_estimates(add_layout_estimates(stacked.lazy()))
+    out = options(rows, plan)
+    if WANT_OFFER in out.columns:
+        same = pl.col("offer").cast(pl.String) == pl.col(WANT_OFFER)
+        out = out.filter(same.fill_null(False) | (pl.col("offer").is_null() & pl.col(WANT_OFFER).is_null()))
+    return out[column].to_list()
+
+
+def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -> dict[str, list[dict]]:
+    """Each value of `pairs` holds two options (the top one, then the runner-up) as layout x lengths
+    rows with their offer (WANT_OFFER). For each assumption moved by -20 % and +20 %: the metric of
+    both and whether their order flips. Efficiencies are re-estimated (all pairs and cases in one
+    frame); a price change scales the cost of the top option's offer exactly; traffic moves the
+    fleet: a fleet-sized metric is re-planned, and for a per-token metric the rows show what traffic
+    does move (GPUs needed, fleet USD per month)."""
+    from dataclasses import replace
+
+    keys = list(pairs)
+    factors = (1 - SENSITIVITY_STEP, 1 + SENSITIVITY_STEP)
+    params = ("bandwidth_efficiency", "compute_efficiency")
+    frames = [pairs[k] for k in keys]  # unmoved first
+    for factor in factors:
+        for param in params:
+            frames += [pairs[k].with_columns((pl.col(param) * factor).clip(upper_bound=1.0)) for k in keys]
+    values = _metrics(frames, plan, column)
+    n = len(keys)
+
+    def pair_at(block: int, i: int) -> tuple[float | None, float | None]:
+        return values[2 * (block * n + i)], values[2 * (block * n + i) + 1]
+
+    higher = higher_is_better(column)
+    cost = column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
+    out: dict[str, list[dict]] = {}
+    for i, key in enumerate(keys):
+        rows = []
+        pair = pairs[key]
+        wanted = pair[WANT_OFFER].to_list() if WANT_OFFER in pair.columns else [None, None]
+        top_gpu, runner_gpu = (str(g) for g in pair["gpu"])
+        top_offer = f"{top_gpu} {wanted[0]}" if wanted[0] else top_gpu
+        block = 1
+        for factor in factors:
+            cases: list[tuple[str, str, tuple]] = []
+            for param in params:
+                cases.append((param, column, pair_at(block, i)))
+                block += 1
+            top, runner = pair_at(0, i)
+            if cost and top_gpu in plan.prices and top is not None and runner is not None:
+                same = runner_gpu == top_gpu and wanted[1] == wanted[0]
+                cases.append((f"price of {top_offer}", column, (top * factor, runner * factor if same else runner)))
+            if plan.workload is not None and plan.workload.average_requests_per_s is not None:
+                rate = plan.workload.average_requests_per_s * factor
+                load = plan.workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
+                moved_plan = replace(plan, workload=load)
+                for shown in (column,) if column in TRAFFIC_DEPENDENT else TRAFFIC_SHOWN:
+                    moved = _metrics([pair], moved_plan, shown)
+                    name = "traffic" if shown == column else f"traffic: {BY_NAME[shown].label}"
+                    cases.append((name, shown, (moved[0], moved[1])))
+            for name, shown, (t, r) in cases:
+                t = None if t is None else float(t)
+                r = None if r is None else float(r)
+                flips = None if t is None or r is None or shown != column else (r > t if higher else r < t)
+                rows.append(
+                    {
+                        "assumption": name,
+                        "column": shown,
+                        "change": f"{factor - 1:+.0%}",
+                        "top": t,
+                        "runner_up": r,
+                        "flips": flips,
+                    }
+                )
+        out[key] = rows
+    return out

@@ -1,0 +1,221 @@
+"""Row-level plan columns and fleet sizing: what each configuration costs per hour and per million
+tokens, and for a workload how many replicas, GPUs, servers and racks the traffic needs, with their
+capex, opex and TCO over the sweep's `horizon_years` (finance.fleet_columns); `at_traffic` sizes the
+options for the workload in an open loop.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c
+from llmsweep.estimate import load
+from llmsweep.finance import DEFAULT_POWER_UTILIZATION, FLEET_COLUMNS, FLEET_FIELDS, fleet_columns
+from llmsweep.plan.inputs import PlanInputs
+from llmsweep.plan.prices import price_table
+from llmsweep.plan.slo import meets_slo, slo_checks
+from llmsweep.spec import WorkloadSpec
+
+
+def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
+    """Peak traffic in requests/s: requests_per_s (or users / think_time_s, or tokens_per_day / 86,400 /
+    output tokens) x peak_factor."""
+    if workload is None:
+        return None
+    if workload.average_requests_per_s is not None:
+        avg = pl.lit(workload.average_requests_per_s)
+    else:
+        out = workload.output_tokens if workload.output_tokens else c.output_tokens
+        avg = pl.lit(workload.tokens_per_day) / 86_400 / out
+    return avg * workload.peak_factor
+
+
+def band_columns() -> dict[str, pl.Expr]:
+    """Low and high ends of the key outputs: speeds x the profile's band factors, times / them."""
+    out = {}
+    for end, other in (("low", "high"), ("high", "low")):
+        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * pl.col(f"band_decode_{end}")
+        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * pl.col(f"band_decode_{end}")
+        out[f"tpot_s_{end}"] = c.tpot_s / pl.col(f"band_decode_{other}")
+        out[f"ttft_s_{end}"] = c.ttft_s / pl.col(f"band_prefill_{other}")
+        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * pl.col(f"band_throughput_{end}")
+        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / pl.col(
+            f"band_throughput_{other}"
+        )
+    return out
+
+
+def _drop_private(frame: pl.LazyFrame) -> pl.LazyFrame:
+    return frame.drop(list(FLEET_FIELDS), strict=False)
+
+
+def add_plan_columns(
+    frame: pl.LazyFrame, plan: PlanInputs, every_offer: bool = False, keep_offer_parts: bool = False
+) -> pl.LazyFrame:
+    """Cost, SLO and capacity columns for every row (at the row's own batch). Each row is priced with
+    its GPU's first offer, or (with `every_offer`) repeated once per offer. `keep_offer_parts` keeps
+    the offer's private columns so that at_traffic can cost the fleet again."""
+    done = (lambda f: f) if keep_offer_parts else _drop_private
+    w = plan.workload
+    peak = peak_requests_per_s(w)
+    how = "inner" if every_offer else "left"
+    prices = price_table(plan, every=every_offer, components=every_offer)
+    if every_offer:  # unpriced GPUs stay, with no offer
+        unpriced = frame.select("gpu").unique().join(prices.select("gpu"), on="gpu", how="anti")
+        prices = pl.concat([prices, unpriced], how="diagonal")
+    frame = frame.join(prices, on="gpu", how=how, maintain_order="left").with_columns(
+        usd_per_gpu_hour=pl.when(c.fits).then(c.usd_per_gpu_hour),
+        meets_slo=meets_slo(plan.slo),
+        tokens_per_joule=c.output_tokens_per_s
+        / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
+    )
+    frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
+        usd_per_million_output_tokens=c.usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6,
+        # the prompt share of the hour: each request's prefill holds the replica for prefill_s
+        usd_per_million_input_tokens=c.usd_per_hour
+        * pl.min_horizontal(c.requests_per_s_per_replica * c.prefill_s, 1.0)
+        / (c.requests_per_s_per_replica * c.input_tokens * 3600)
+        * 1e6,
+    )
+    if peak is None:
+        nulls = {
+            "replicas": pl.Int64,
+            "gpus_needed": pl.Int64,
+            "utilization": pl.Float64,
+            "gpus_needed_low": pl.Int64,
+            "gpus_needed_high": pl.Int64,
+        }
+        frame = frame.with_columns(**band_columns())
+        frame = frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()])
+        return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, None))
+    avg = peak / w.peak_factor
+
+    def replicas_at(per_replica: pl.Expr) -> pl.Expr:
+        count = (peak / per_replica * (1 + w.headroom)).ceil() + plan.redundancy
+        # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
+        return pl.when((per_replica > 0) & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64)
+
+    frame = frame.with_columns(
+        **band_columns(),
+        replicas=replicas_at(c.requests_per_s_per_replica),
+        # more throughput (the band's high end) needs fewer GPUs: low GPUs from high throughput
+        gpus_needed_low=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_high")) * c.gpus,
+        gpus_needed_high=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_low")) * c.gpus,
+    ).with_columns(
+        gpus_needed=c.replicas * c.gpus,
+        utilization=avg / (c.replicas * c.requests_per_s_per_replica),
+    )
+    frame = fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg)
+    return done(unsized(frame))
+
+
+MAX_REPLICAS = 1e12  # more is no plan (and would overflow Int64 once multiplied by GPUs)
+UNSIZABLE = "no fleet: the workload needs more than 10^12 replicas of this layout"
+
+
+def unsizable() -> pl.Expr:
+    """A row that can run but whose fleet for the workload could not be sized (replicas beyond
+    MAX_REPLICAS, or no throughput to divide the traffic by)."""
+    return c.fits & c.replicas.is_null()
+
+
+# What sizing a fleet adds: replicas, GPUs, servers, power, costs, TCO.
+SIZED_COLUMNS = ("replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization", *FLEET_COLUMNS)
+
+
+def unsized(frame):
+    """Rows whose fleet could not be sized meet no target, are never ranked and have no fleet: every
+    replica, GPU, cost and power figure of the fleet is empty, never the one replica that stands
+    for the fleet when there is no workload."""
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    fleet = [n for n in names if n in SIZED_COLUMNS]
+    return frame.with_columns(
+        [pl.when(~unsizable()).then(pl.col(n)).alias(n) for n in fleet],
+        meets_slo=pl.when(unsizable()).then(False).otherwise(c.meets_slo),
+    )
+
+
+def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
+    """Options sized for the workload (open loop, DESIGN.md §4): each replica's capacity is the largest
+    Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
+    load.max_rate); replicas = ceil(peak x (1 + headroom) / capacity) + redundancy; and the operating
+    point shown (TTFT mean and percentiles, TPOT, latency, concurrency, tokens/s per user and per
+    replica) is the one at the share of the peak each replica then gets, peak / replicas. Cost per
+    million tokens is the replica's at capacity; utilisation is average traffic / fleet capacity.
+    Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
+    and do not meet the SLO."""
+    w = plan.workload
+    checks = slo_checks(plan.slo)
+
+    def accept(_: pl.LazyFrame) -> pl.Expr:
+        ok = pl.lit(True)
+        for _name, value, target in checks:
+            ok = ok & (value <= target)
+        return ok
+
+    cap = load.max_rate(out, accept, iterations=30)
+    frame = out.with_columns(capacity_requests_per_s=cap, _peak=peak_requests_per_s(w)).with_columns(
+        _ok=c.fits & (c.capacity_requests_per_s > 0)
+    )
+    count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
+    frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64))
+    frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
+    served = load.open_loop(frame.lazy(), pl.col("_rate").fill_null(0.0)).collect()
+    point = [
+        "decode_step_s",
+        "decode_batch",
+        "tpot_s",
+        "ttft_s",
+        "ttft_wait_s",
+        "ttft_p90_s",
+        "ttft_p99_s",
+        "request_latency_s",
+        "requests_per_s_per_replica",
+        "output_tokens_per_s",
+        "decode_tokens_per_s_per_seq",
+        "prefill_fraction",
+        "load_note",
+    ]
+    ok = pl.col("_ok")
+    frame = frame.with_columns(
+        [pl.when(ok).then(served[n]).otherwise(pl.col(n)).alias(n) for n in point]
+        + [
+            pl.when(ok).then(served["concurrency"]).otherwise(c.batch.cast(pl.Float64)).alias("concurrency"),
+            pl.when(ok).then(pl.col("_rate")).otherwise(c.requests_per_s_per_replica).alias("offered_requests_per_s"),
+        ]
+    )
+    avg = pl.col("_peak") / w.peak_factor
+    at_capacity = c.capacity_requests_per_s * c.output_tokens  # output tokens/s of a replica at capacity
+
+    def replicas_at(rate: pl.Expr) -> pl.Expr:
+        count = (pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy
+        return pl.when(count <= MAX_REPLICAS).then(count).cast(pl.Int64)
+
+    frame = frame.with_columns(
+        output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
+        meets_slo=ok & meets_slo(plan.slo),
+        replicas=pl.when(ok).then(pl.col("_replicas")).otherwise(c.replicas),
+        gpus_needed_low=pl.when(ok)
+        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_high")) * c.gpus)
+        .otherwise(c.gpus_needed_low),
+        gpus_needed_high=pl.when(ok)
+        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_low")) * c.gpus)
+        .otherwise(c.gpus_needed_high),
+        usd_per_million_output_tokens=pl.when(ok)
+        .then(c.usd_per_hour / (at_capacity * 3600) * 1e6)
+        .otherwise(c.usd_per_million_output_tokens),
+        # the prompt share of the hour at capacity (already inside the output figure: never add the two)
+        usd_per_million_input_tokens=pl.when(ok)
+        .then(
+            c.usd_per_hour
+            * pl.min_horizontal(c.capacity_requests_per_s * c.prefill_s, 1.0)
+            / (c.capacity_requests_per_s * c.input_tokens * 3600)
+            * 1e6
+        )
+        .otherwise(c.usd_per_million_input_tokens),
+    ).with_columns(
+        gpus_needed=c.replicas * c.gpus,
+        utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
+    )
+    frame = unsized(fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect())
+    return frame.with_columns(**band_columns()).drop("_peak", "_ok", "_replicas", "_rate")

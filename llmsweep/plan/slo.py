@@ -1,0 +1,42 @@
+"""Latency targets (`slo`): whether a row meets them, and the first one it misses."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c, text
+from llmsweep.estimate import load
+from llmsweep.spec import SloSpec
+
+
+def slo_checks(slo: SloSpec | None) -> list[tuple[str, pl.Expr, float]]:
+    """(column, value, target) for each latency target the sweep sets."""
+    if slo is None:
+        return []
+    ttft = load.quantile_name(slo.percentile)
+    pairs = [(ttft, slo.ttft_s), ("tpot_s", slo.tpot_s), ("request_latency_s", slo.request_latency_s)]
+    return [(name, pl.col(name), target) for name, target in pairs if target is not None]
+
+
+def meets_slo(slo: SloSpec | None) -> pl.Expr:
+    ok = c.fits
+    for _name, value, target in slo_checks(slo):
+        ok = ok & (value <= target)
+    return ok
+
+
+def slo_miss(slo: SloSpec | None) -> pl.Expr:
+    """The first target a row misses, with its value: 'tpot_s 0.0621 > 0.05 (+24%)'."""
+    expr = pl.when(~c.fits).then(text("does not fit"))
+    for name, value, target in slo_checks(slo):
+        over = (value / target - 1) * 100
+        expr = expr.when(value > target).then(
+            pl.format(
+                "{} {} > {} (+{}%)",
+                pl.lit(name),
+                value.round_sig_figs(3),
+                pl.lit(target),
+                over.round(0).clip(upper_bound=1e15).cast(pl.Int64),
+            )
+        )
+    return expr.otherwise(None).cast(pl.Categorical)

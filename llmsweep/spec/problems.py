@@ -1,0 +1,119 @@
+"""Problems in the file's own terms: each pydantic error as `file:line: key.path: message` at the key
+path the file wrote (unknown keys with a did-you-mean), the grid's unknown names even when the rest
+of the file is invalid, and every problem once, in file order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from llmsweep.catalog import load_catalog
+from llmsweep.errors import LlmsweepError, Problem, did_you_mean
+from llmsweep.yamlfile import KeyPath, YamlDoc
+
+
+def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel], prefix: KeyPath = ()) -> list[Problem]:
+    """One problem per location; alternatives of a union (e.g. batch: N or max) are joined with 'or'."""
+    by_loc: dict[KeyPath, list[str]] = {}
+    got: dict[KeyPath, str] = {}
+    for err in e.errors():
+        loc: KeyPath = _written(doc.data, tuple(p for p in err["loc"] if not _is_union_tag(p)), prefix)
+        if err["type"] == "extra_forbidden":
+            key = str(loc[-1])
+            known = _fields_at(model, loc[:-1])
+            hint = did_you_mean(key, known, n=1)
+            msg = f"unknown key {key!r}" + (f"; did you mean {hint[0]!r}?" if hint else f" (known: {', '.join(known)})")
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] != "value_error" and not isinstance(err.get("input"), dict | list):
+                got[loc] = f" (got {err['input']!r})"
+        by_loc.setdefault(loc, [])
+        if msg not in by_loc[loc]:
+            by_loc[loc].append(msg)
+    return [doc.problem((*prefix, *loc), " or ".join(msgs) + got.get(loc, "")) for loc, msgs in by_loc.items()]
+
+
+def _written(data: Any, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
+    """`loc` as the file wrote it: a list index pydantic added to a single value that stands for a
+    list of one (a GPU's one price offer, an axis of one value) is dropped."""
+    node: Any = data
+    for part in prefix:
+        node = node.get(part) if isinstance(node, dict) else None
+    out: list = []
+    for part in loc:
+        if isinstance(part, int) and not isinstance(node, list):
+            continue
+        out.append(part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return tuple(out)
+
+
+_UNION_TAG = re.compile(r"^(int|str|float|bool|none|constrained-\w+|[a-z_-]+\[.*\])$")
+
+
+def _is_union_tag(part: str | int) -> bool:
+    """pydantic adds the member type of a union to error locations ('int', "literal['max']", ...)."""
+    return isinstance(part, str) and bool(_UNION_TAG.match(part))
+
+
+def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:
+    """Field names of the sub-model at `loc` (for did-you-mean on unknown keys)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return []
+        ann = field.annotation
+        args = [a for a in getattr(ann, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            current = ann
+        elif args:
+            current = args[-1]
+        else:
+            current = None
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _precheck_names(doc: YamlDoc, data: dict) -> list[Problem]:
+    """Name problems in the grid, reported even when other parts of the file are invalid."""
+    grid = data.get("grid")
+    if not isinstance(grid, dict):
+        return []
+    catalog = load_catalog()
+    extra = {"gpu": set(data.get("gpus") or {}), "model": set(data.get("models") or {})}
+    problems = []
+    for axis, kind in (("gpu", "gpu"), ("model", "model"), ("precision", "precision")):
+        values = grid.get(axis)
+        for i, v in enumerate(values if isinstance(values, list) else [values] if values is not None else []):
+            if not isinstance(v, str) or v in extra.get(kind, ()):
+                continue
+            try:
+                getattr(catalog, f"resolve_{kind}")(v)
+            except LlmsweepError as e:
+                path: KeyPath = ("grid", axis, i) if isinstance(values, list) else ("grid", axis)
+                problems.append(doc.problem(path, str(e)))
+    return problems
+
+
+def _dedupe(problems: list[Problem]) -> list[Problem]:
+    """Each problem once, in file order (grid.gpu[2] before grid.gpu[10])."""
+
+    def order(p: Problem) -> tuple:
+        return (p.line if p.line is not None else math.inf, re.sub(r"\d+", lambda m: m[0].zfill(12), p.path))
+
+    return sorted(dict.fromkeys(problems), key=order)

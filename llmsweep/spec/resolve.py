@@ -1,0 +1,242 @@
+"""Resolving a validated spec: the sweep's own GPUs and models added to the catalog, every name of
+the grid resolved to a catalog id, and the checks on `costs` and `rank_by`, each problem collected
+instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
+from llmsweep.catalog.architecture import load_config_file, read_config
+from llmsweep.catalog.gpus import Source
+from llmsweep.catalog.names import normalize
+from llmsweep.errors import LlmsweepError, Problem, did_you_mean
+from llmsweep.spec.models import EVERY_GPU, SweepSpec
+from llmsweep.spec.problems import _pydantic_problems
+from llmsweep.yamlfile import KeyPath, YamlDoc
+
+
+class _Resolver:
+    """Resolves the names in a validated spec, collecting problems instead of stopping."""
+
+    def __init__(self, doc: YamlDoc, spec: SweepSpec, base: Path):
+        self.doc, self.spec, self.base = doc, spec, base
+        self.problems: list[Problem] = []
+        self.notes: list[str] = []
+        self.named_precision: dict[str, str] = {}
+        self.broken: set[str] = set()  # `gpus:` / `models:` keys already reported as invalid
+        self.catalog = self._extend_catalog(load_catalog())
+
+    def fail(self, path: KeyPath, message: str) -> None:
+        self.problems.append(self.doc.problem(path, message))
+
+    def _inherited(self, path: KeyPath, existing: str | None, inherit: Any, catalog: Catalog) -> str | None | bool:
+        """The catalog GPU a new `gpus:` entry inherits from (`inherit: h200-sxm`), None without
+        one, False after reporting a problem."""
+        if inherit is None:
+            return None
+        if existing:
+            self.fail(
+                (*path, "inherit"), f"{path[-1]!r} is already the catalog's {existing}; `inherit` is for new GPUs"
+            )
+            return False
+        try:
+            return catalog.resolve_gpu(str(inherit)).id
+        except LlmsweepError as e:
+            self.fail((*path, "inherit"), str(e))
+            return False
+
+    def _warn_custom_gpu(self, gid: str, fields: dict) -> None:
+        """Notes for a new GPU that lacks a fact deciding what can run or how fast (validate prints them)."""
+        where = f"gpus.{gid}"
+        if "family" not in fields:
+            self.notes.append(
+                f"{where}: no `family` or `inherit`: the profile's defaults apply, not a GPU family's "
+                "(say e.g. `family: hopper`, or `inherit: h100-sxm` to start from a catalog GPU)"
+            )
+        if not fields.get("scale_up_gbps_per_direction") and not fields.get("pcie_gbps_per_direction"):
+            self.notes.append(
+                f"{where}: no interconnect bandwidth (scale_up_gbps_per_direction or pcie_gbps_per_direction): "
+                "every row with tp > 1 or ep > 1 inside a server on it cannot run"
+            )
+        if "gpus_per_node" not in fields:
+            self.notes.append(
+                f"{where}: gpus_per_node not given: 8 per server assumed (a larger replica spans servers)"
+            )
+        if not fields.get("scale_out_gbps_per_direction"):
+            self.notes.append(
+                f"{where}: no scale_out_gbps_per_direction (network bandwidth per GPU between servers): "
+                "layouts across servers cannot be costed"
+            )
+
+    def _path(self, text: str) -> Path:
+        p = Path(text).expanduser()
+        return p if p.is_absolute() else self.base / p
+
+    def _extend_catalog(self, catalog: Catalog) -> Catalog:
+        gpus, models = dict(catalog.gpus), dict(catalog.models)
+        given: dict[str, str] = {}  # the GPU each `gpus:` key names -> the first key naming it
+        for gid, fields in self.spec.gpus.items():
+            path: KeyPath = ("gpus", gid)
+            existing = catalog.resolve_gpu(gid).id if gid in catalog._index("gpu") else None
+            same = existing or normalize(gid)
+            if same in given:
+                self.fail(
+                    path,
+                    f"{gid!r} and {given[same]!r} both name " + (existing or "the same GPU") + "; give each GPU once",
+                )
+                continue
+            given[same] = gid
+            fields = dict(fields)
+            base = self._inherited(path, existing, fields.pop("inherit", None), catalog)
+            if base is False:
+                self.broken.add(gid)
+                continue
+            if existing:
+                data = {**catalog.gpu(existing).model_dump(), **fields}
+            elif base is not None:  # a new GPU like a catalog one: its facts, not its names or prices
+                parent = catalog.gpu(base).model_dump()
+                parent.update(name=gid, aliases=[], reference_id=None, cloud_prices=[])
+                data = {**parent, **fields}
+            else:
+                data = {"name": gid, **fields}
+                self._warn_custom_gpu(gid, fields)
+            parent_id = existing or base
+            if parent_id and isinstance(fields.get("dense_tflops", {}), dict):  # else the model says what is wrong
+                data["dense_tflops"] = {
+                    **catalog.gpu(parent_id).dense_tflops.model_dump(),
+                    **fields.get("dense_tflops", {}),
+                }
+            try:
+                gpu = Gpu.model_validate(data)
+            except ValidationError as e:
+                self.problems.extend(_pydantic_problems(self.doc, e, Gpu, prefix=path))
+                self.broken.add(gid)
+                continue
+            what = f"{self.doc.file}: gpus.{gid}" + (f" (the rest inherited from {base})" if base else "")
+            sweep_source = Source(ref="sweep", source=what, fields=sorted(fields))
+            gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
+        named: dict[str, str] = {}
+        for mid, fields in self.spec.models.items():
+            path = ("models", mid)
+            if normalize(mid) in named:
+                self.fail(path, f"{mid!r} and {named[normalize(mid)]!r} name the same model; give each model once")
+                continue
+            named[normalize(mid)] = mid
+            meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}
+            try:
+                if "config" in fields:
+                    extra = sorted(set(fields) - {"config", "name", "license", "aliases"})
+                    if extra:
+                        self.fail(
+                            (*path, extra[0]), "give either `config:` (a config.json path) or inline config fields"
+                        )
+                        continue
+                    cfg, _ = load_config_file(self._path(str(fields["config"])))
+                    source = f"config.json at {fields['config']}"
+                else:
+                    cfg = {k: v for k, v in fields.items() if k not in meta}
+                    read_config(cfg, where=f"models.{mid}")
+                    source = f"{self.doc.file}: models.{mid}"
+            except LlmsweepError as e:
+                self.fail((*path, "config") if "config" in fields else path, str(e).removeprefix(f"models.{mid}: "))
+                self.broken.add(mid)
+                continue
+            try:
+                models[mid] = ModelEntry(
+                    name=meta.get("name", mid),
+                    config=cfg,
+                    license=meta.get("license", "unknown: check the model card"),
+                    aliases=meta.get("aliases", []),
+                    sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
+                )
+            except ValidationError as e:
+                self.problems.extend(_pydantic_problems(self.doc, e, ModelEntry, prefix=path))
+                self.broken.add(mid)
+        return replace(catalog, gpus=gpus, models=models)
+
+    def names(self, axis: str, values: list[str], kind: str) -> list[str]:
+        resolve = getattr(self.catalog, f"resolve_{kind}")
+        out: list[str] = []
+        first: dict[str, int] = {}
+        for i, name in enumerate(values):
+            if kind == "precision" and str(name).strip().lower() == "auto":
+                rid = "auto"
+            else:
+                try:
+                    r = resolve(str(name))
+                except LlmsweepError as e:
+                    if name not in self.broken:  # else its definition was reported already
+                        self.fail(("grid", axis, i), str(e))
+                    continue
+                rid = r.id
+                if r.note:
+                    self.notes.append(r.note)
+                if getattr(r, "precision", None):  # a model name that states its format (…-FP8)
+                    self.named_precision[rid] = r.precision
+                if kind == "model":
+                    try:
+                        self.catalog.model(rid)
+                    except LlmsweepError as e:
+                        self.fail(("grid", axis, i), str(e))
+                        continue
+            if rid in first:
+                self.fail(("grid", axis, i), f"{name!r} repeats grid.{axis}[{first[rid]}] (both are {rid})")
+                continue
+            first[rid] = i
+            out.append(rid)
+        return out
+
+    def numbers(self, axis: str, values: list) -> list:
+        first: dict[Any, int] = {}
+        out = []
+        for i, v in enumerate(values):
+            if v in first:
+                self.fail(("grid", axis, i), f"{v!r} repeats grid.{axis}[{first[v]}]")
+                continue
+            first[v] = i
+            out.append(v)
+        return out
+
+
+def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
+    """GPU names under costs resolve, and each GPU's offers have distinct ids."""
+    priced: dict[str, str] = {}
+    for gpu_name, offers in spec.costs.items():
+        if gpu_name == EVERY_GPU:
+            continue
+        try:
+            gid = r.catalog.resolve_gpu(gpu_name).id
+        except LlmsweepError as e:
+            if gpu_name not in r.broken:
+                r.fail(("costs", gpu_name), str(e))
+            continue
+        if gid in priced:
+            r.fail(
+                ("costs", gpu_name),
+                f"{gpu_name!r} and {priced[gid]!r} both name {gid}; give one price entry per GPU "
+                "(a list holds several offers)",
+            )
+        priced.setdefault(gid, gpu_name)
+        seen: dict[str, int] = {}
+        for i, offer in enumerate(offers):
+            for oid in offer.ids():
+                if oid in seen:
+                    r.fail(
+                        ("costs", gpu_name, i),
+                        f"offer id {oid!r} repeats offer {seen[oid]}: give each offer its own `name:`",
+                    )
+                seen.setdefault(oid, i)
+
+
+def _check_rank_by(r: _Resolver, column: str) -> None:
+    from llmsweep.columns import NUMERIC
+
+    if column not in NUMERIC:
+        hint = did_you_mean(column, NUMERIC, n=1)
+        r.fail(("rank_by",), f"{column!r} is not a numeric column" + (f"; did you mean {hint[0]!r}?" if hint else ""))
