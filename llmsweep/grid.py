@@ -15,9 +15,62 @@ import polars as pl
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine
 from llmsweep.columns import SCHEMA
-from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates
+from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
 MAX = "max"
+# Rows of both serving modes share these columns, so a disaggregated row pairs a decode option with
+# the prefill options of the same hardware, model, lengths and prefix cache (disaggregated.pair).
+PAIR_KEYS = [
+    "gpu",
+    "engine",
+    "model",
+    "precision",
+    "kv_precision",
+    "input_tokens",
+    "output_tokens",
+    "prefix_hit_rate",
+    "prefix_shared",
+]
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """One speculative-decoding setting (estimate/speculative.py): `method` none, mtp, eagle or
+    draft; k = `draft_tokens`; the per-token `acceptance` (None = the profile's default for the
+    method) or `tokens_per_step` from per-position rates; `draft_model` (a catalog id) for draft."""
+
+    method: str = "none"
+    draft_tokens: int = 0
+    acceptance: float | None = None
+    tokens_per_step: float | None = None
+    draft_model: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How reports name it: none, mtp k=1, eagle k=3 a=0.7, draft:<model> k=4."""
+        if self.method == "none":
+            return "none"
+        name = f"draft:{self.draft_model}" if self.method == "draft" else self.method
+        given = f" a={self.acceptance:g}" if self.acceptance is not None else ""
+        return f"{name} k={self.draft_tokens}{given}"
+
+
+NO_SPECULATION = Speculation()
+
+
+def aggregated_defaults(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """Serving-mode columns for a frame built without them (calibrate's configurations): aggregated,
+    no speculative decoding, no prefix cache; columns the frame has are kept."""
+    have = set(frame.collect_schema().names())
+    none = speculation_table_row(NO_SPECULATION, None)
+    values = {
+        "mode": "aggregated",
+        **dict.fromkeys(_POOL_AXES),
+        **none,
+        "prefix_hit_rate": 0.0,
+        "prefix_shared": False,
+    }
+    return frame.with_columns(pl.lit(v, SCHEMA[k]).alias(k) for k, v in values.items() if k not in have)
 
 
 @dataclass(frozen=True)
@@ -36,8 +89,28 @@ class Axes:
     pp: Sequence[int] = (1,)
     ep: Sequence[int] = (1,)
     dp_attention: Sequence[int] = (1,)
+    # serving modes (estimate/disaggregated.py, speculative.py, prefix.py)
+    mode: Sequence[str] = ("aggregated",)
+    prefill_workers: Sequence[int] = (1,)
+    decode_workers: Sequence[int] = (1,)
+    prefill_tp: Sequence[int] | None = None  # None: the grid's tp (and so on)
+    prefill_pp: Sequence[int] | None = None
+    prefill_ep: Sequence[int] | None = None
+    prefill_dp_attention: Sequence[int] | None = None
+    speculative: Sequence[Speculation] = (NO_SPECULATION,)
+    prefix_hit_rate: Sequence[float] = (0.0,)
+    prefix_shared: bool = False
     # precision a model's name asked for (nvidia/...-FP8 -> fp8): what `auto` means for it
     named_precision: Mapping[str, str] = field(default_factory=dict)
+
+    def prefill_layout(self, name: str) -> Sequence[int]:
+        """A prefill worker's layout axis (`tp`, `pp`, `ep`, `dp_attention`): its own, else the grid's."""
+        own = getattr(self, f"prefill_{name}")
+        return getattr(self, name) if own is None else own
+
+    @property
+    def disaggregated(self) -> bool:
+        return "disaggregated" in self.mode
 
     @property
     def size(self) -> int:
@@ -55,9 +128,17 @@ class Axes:
             self.pp,
             self.ep,
             self.dp_attention,
+            self.speculative,
+            self.prefix_hit_rate,
         ):
             n *= len(v)
-        return n
+        per_layout = int("aggregated" in self.mode)
+        if self.disaggregated:
+            pools = len(self.prefill_workers) * len(self.decode_workers)
+            for name in ("tp", "pp", "ep", "dp_attention"):
+                pools *= len(self.prefill_layout(name))
+            per_layout += pools
+        return n * per_layout
 
 
 def _frame(rows: list[dict]) -> pl.LazyFrame:
@@ -215,6 +296,29 @@ def kv_table(
     return _frame(rows)
 
 
+def speculation_table(catalog: Catalog, settings: Sequence[Speculation]) -> pl.LazyFrame:
+    """The speculative-decoding axis: one row per setting, with the draft model's facts."""
+    rows = []
+    for spec in dict.fromkeys(settings):
+        draft = catalog.model(spec.draft_model).architecture if spec.draft_model else None
+        rows.append(speculation_table_row(spec, draft))
+    return _frame(rows)
+
+
+def speculation_table_row(spec: Speculation, draft) -> dict:
+    """One row of the speculative-decoding axis (`draft`: the draft model's architecture, or None)."""
+    return {
+        "speculative": spec.method,
+        "draft_tokens": spec.draft_tokens,
+        "draft_model": spec.draft_model,
+        "acceptance_rate": spec.acceptance,
+        "given_tokens_per_step": spec.tokens_per_step,
+        "draft_params_total": float(draft.params_total) if draft else None,
+        "draft_params_active": float(draft.params_active) if draft else None,
+        "draft_layers": draft.layers if draft else None,
+    }
+
+
 def _bytes_per_s(gbps: float | None) -> float | None:
     return gbps * 1e9 if gbps else None
 
@@ -225,25 +329,32 @@ def _axis(name: str, values: Sequence) -> pl.LazyFrame:
 
 @dataclass(frozen=True)
 class GridParts:
-    """The grid as three small tables whose cross product is the grid: layouts (gpu x model x
-    precision x kv_precision x tp x pp, with their facts), lengths (input x output) and batches."""
+    """The grid as small tables whose cross product is the grid: layouts (gpu x model x precision x
+    kv_precision x tp x pp x ep x dp_attention x speculative, with their facts), lengths (input x
+    output x prefix hit rate) and batches; for disaggregated rows also the prefill workers' layouts
+    and the (prefill_workers, decode_workers) pairs."""
 
     layouts: pl.LazyFrame
     lengths: pl.LazyFrame
     batches: pl.LazyFrame
     exclude: Sequence[dict[str, Sequence]] = ()
     contexts: Sequence[int] | None = None
+    aggregated: bool = True
+    prefill_layouts: pl.LazyFrame | None = None  # None: no disaggregated rows
+    workers: pl.LazyFrame | None = None
 
     @property
     def keep(self) -> pl.Expr | None:
         """Rows to keep (exclusion rules and the context axis), None = all."""
         return keep_filter(self.exclude, self.contexts)
 
-    def _filter(self, frame: pl.LazyFrame) -> pl.LazyFrame:
-        return frame if self.keep is None else frame.filter(self.keep)
+    def _filter(self, frame: pl.LazyFrame, keep: pl.Expr | None = None) -> pl.LazyFrame:
+        keep = self.keep if keep is None else keep
+        return frame if keep is None else frame.filter(keep)
 
     def frame(self) -> pl.LazyFrame:
-        """The unestimated grid, one row per configuration."""
+        """The unestimated grid, one row per configuration (aggregated rows; disaggregated rows
+        exist only estimated, since they pair estimated options)."""
         return self._filter(self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS))
 
     def estimate(self, chunk_rows: int | None = None) -> pl.LazyFrame:
@@ -254,24 +365,44 @@ class GridParts:
             return self._estimate(self.layouts)
         layouts = self.layouts.collect()
         per_layout = self.lengths.select(pl.len()).collect().item() * self.batches.select(pl.len()).collect().item()
+        if self.workers is not None and self.prefill_layouts is not None:
+            per_layout *= 1 + self.workers.select(pl.len()).collect().item() * max(
+                1, self.prefill_layouts.select(pl.len()).collect().item() // max(layouts.height, 1)
+            )
         step = max(1, chunk_rows // max(per_layout, 1))
         return pl.concat(
-            [self._estimate(layouts.slice(i, step).lazy()) for i in range(0, max(layouts.height, 1), step)]
+            [self._estimate(layouts.slice(i, step).lazy()) for i in range(0, max(layouts.height, 1), step)],
+            how="diagonal_relaxed",
         )
 
     def options(self) -> pl.LazyFrame:
-        """Layouts x lengths with their estimates, before any batch: one row per hardware option.
-        Exclusion rules that name a batch do not apply (an option's batch is chosen later)."""
+        """Layouts x lengths with their estimates, before any batch: one row per hardware option
+        (a disaggregated option: a decode option x a prefill option x a worker pair). Exclusion rules
+        that name a batch do not apply (an option's batch is chosen later)."""
         keep = keep_filter([r for r in self.exclude if "batch" not in r], self.contexts)
-        frame = add_length_estimates(add_layout_estimates(self.layouts).join(self.lengths, **_CROSS))
-        return frame if keep is None else frame.filter(keep)
+        parts = [self._filter(f, keep) for _, f in self._options(self.layouts)]
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
+
+    def _options(self, layouts: pl.LazyFrame) -> list[tuple[bool, pl.LazyFrame]]:
+        """(disaggregated?, options) for the serving modes the grid has."""
+        decode = add_length_estimates(add_layout_estimates(layouts).join(self.lengths, **_CROSS))
+        parts = [(False, decode)] if self.aggregated else []
+        if self.prefill_layouts is not None and self.workers is not None:
+            prefill = add_length_estimates(add_layout_estimates(self.prefill_layouts).join(self.lengths, **_CROSS))
+            parts.append((True, disaggregated.pair(decode, prefill, self.workers, PAIR_KEYS)))
+        return parts
 
     def _estimate(self, layouts: pl.LazyFrame) -> pl.LazyFrame:
-        lengths = add_length_estimates(add_layout_estimates(layouts).join(self.lengths, **_CROSS))
-        return add_batch_estimates(self._filter(lengths.join(self.batches, **_CROSS)))
+        parts = [
+            add_batch_estimates(self._filter(options.join(self.batches, **_CROSS)), disaggregated=disagg)
+            for disagg, options in self._options(layouts)
+        ]
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
 
 
 _CROSS = {"how": "cross", "maintain_order": "left_right"}
+# A disaggregated row's own identity columns: null in an aggregated one.
+_POOL_AXES = ("prefill_workers", "decode_workers", "prefill_tp", "prefill_pp", "prefill_ep", "prefill_dp_attention")
 
 
 def keep_filter(exclude: Sequence[dict[str, Sequence]], contexts: Sequence[int] | None = None) -> pl.Expr | None:
@@ -313,20 +444,42 @@ def grid_parts(
         schema={"model": SCHEMA["model"], "precision": SCHEMA["precision"]},
     )
     left = {"how": "left", "maintain_order": "left"}
-    layouts = (
+    hardware = (
         gpu_table(catalog, axes.gpu, profile, axes.engine)
         .join(model_table(catalog, axes.model), **_CROSS)
         .join(by_model, on="model", how="inner", maintain_order="left_right")
         .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)
-        .join(_axis("tp", dict.fromkeys(axes.tp)), **_CROSS)
-        .join(_axis("pp", dict.fromkeys(axes.pp)), **_CROSS)
-        .join(_axis("ep", dict.fromkeys(axes.ep)), **_CROSS)
-        .join(_axis("dp_attention", dict.fromkeys(axes.dp_attention)), **_CROSS)
-        .join(rates, on=["gpu", "precision"], **left)
-        .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
     )
-    lengths = _axis("input_tokens", dict.fromkeys(axes.input_tokens)).join(
-        _axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS
+
+    def layouts_of(tp, pp, ep, dp, speculation: Sequence[Speculation]) -> pl.LazyFrame:
+        return (
+            hardware.join(_axis("tp", dict.fromkeys(tp)), **_CROSS)
+            .join(_axis("pp", dict.fromkeys(pp)), **_CROSS)
+            .join(_axis("ep", dict.fromkeys(ep)), **_CROSS)
+            .join(_axis("dp_attention", dict.fromkeys(dp)), **_CROSS)
+            .join(speculation_table(catalog, speculation), **_CROSS)
+            .join(rates, on=["gpu", "precision"], **left)
+            .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
+            .with_columns(
+                mode=pl.lit("aggregated", SCHEMA["mode"]),
+                **{n: pl.lit(None, SCHEMA[n]) for n in _POOL_AXES},
+            )
+        )
+
+    layouts = layouts_of(axes.tp, axes.pp, axes.ep, axes.dp_attention, axes.speculative)
+    prefill_layouts = workers = None
+    if axes.disaggregated:
+        prefill_layouts = layouts_of(
+            *(axes.prefill_layout(n) for n in ("tp", "pp", "ep", "dp_attention")), [NO_SPECULATION]
+        )
+        workers = _axis("prefill_workers", dict.fromkeys(axes.prefill_workers)).join(
+            _axis("decode_workers", dict.fromkeys(axes.decode_workers)), **_CROSS
+        )
+    lengths = (
+        _axis("input_tokens", dict.fromkeys(axes.input_tokens))
+        .join(_axis("output_tokens", dict.fromkeys(axes.output_tokens)), **_CROSS)
+        .join(_axis("prefix_hit_rate", dict.fromkeys(float(h) for h in axes.prefix_hit_rate)), **_CROSS)
+        .with_columns(prefix_shared=pl.lit(axes.prefix_shared))
     )
     batch_is_max = [b == MAX for b in dict.fromkeys(axes.batch)]
     batches = pl.LazyFrame(
@@ -335,7 +488,16 @@ def grid_parts(
             "batch_is_max": batch_is_max,
         }
     )
-    return GridParts(layouts, lengths, batches, tuple(exclude), contexts)
+    return GridParts(
+        layouts,
+        lengths,
+        batches,
+        tuple(exclude),
+        contexts,
+        aggregated="aggregated" in axes.mode,
+        prefill_layouts=prefill_layouts,
+        workers=workers,
+    )
 
 
 def expand(catalog: Catalog, axes: Axes, profile: Profile) -> pl.LazyFrame:

@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from llmsweep.catalog import load_catalog
-from llmsweep.estimate import add_estimates
-from llmsweep.grid import Axes, expand
+from llmsweep.grid import Axes, grid_parts
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT.parent / "shared" / "reference"
@@ -15,9 +14,9 @@ DATA = Path(__file__).resolve().parent / "data"
 
 def estimate_rows(profile: str = "ideal", **axes) -> list[dict]:
     """Estimate a small grid (axes as in grid.Axes, single values allowed) and return its rows."""
-    axes = {k: v if isinstance(v, list | tuple) else [v] for k, v in axes.items()}
+    axes = {k: v if isinstance(v, list | tuple | bool) else [v] for k, v in axes.items()}
     cat = load_catalog()
-    return add_estimates(expand(cat, Axes(**axes), cat.profile(profile))).collect().to_dicts()
+    return grid_parts(cat, Axes(**axes), cat.profile(profile)).estimate().collect().to_dicts()
 
 
 def estimate_row(profile: str = "ideal", **axes) -> dict:

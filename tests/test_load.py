@@ -47,8 +47,19 @@ def toy(**over) -> pl.DataFrame:
         "fixed_step_s": 0.0,
         "request_overhead_s": 0.0,
         "burst_share": 0.0,
+        # no speculative decoding, no prefix cache (estimate/speculative.py, estimate/prefix.py)
+        "draft_tokens": 0,
+        "draft_fraction": 0.0,
+        "spec_token_factor": 1.0,
+        "spec_kv_factor": 1.0,
+        "spec_fixed_s": 0.0,
+        "tokens_per_step": 1.0,
     } | over
-    frame = pl.DataFrame([row]).with_columns(**load.step_coefficients())
+    frame = (
+        pl.DataFrame([row])
+        .with_columns(prefill_new_tokens=pl.col("input_tokens").cast(pl.Float64))
+        .with_columns(**load.step_coefficients())
+    )
     # the decode step's terms at `batch` (estimate/compute.py), as add_batch_estimates leaves them
     b = pl.col("batch").cast(pl.Float64)
     return frame.with_columns(

@@ -12,7 +12,7 @@ from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
 from llmsweep.estimate import add_estimates, load
-from llmsweep.grid import MAX, gpu_table, kv_table, model_table, precision_table
+from llmsweep.grid import MAX, aggregated_defaults, gpu_table, kv_table, model_table, precision_table
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
@@ -73,6 +73,7 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         .join(model_table(catalog, models), on="model", **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["engine", "model", "precision", "kv_precision"], **_LEFT)
+        .pipe(aggregated_defaults)
         .collect()
     )
 

@@ -15,6 +15,18 @@ BURST_SHARE = 0.2
 # alpha of a collective across the scale-out network (InfiniBand / RoCE), before any fit: see
 # catalog/profiles.yaml (`literature` sources). No development measurement crosses servers yet.
 NETWORK_LATENCY_S = 2.5e-5
+# Serving modes (estimate/disaggregated.py, estimate/speculative.py), before any fit.
+# KV transfer between pools reaches this share of the link's bandwidth: the Mooncake transfer
+# engine moves 87 GB/s over 8 x 200 Gb/s RoCE (0.87 of line rate; Qin et al., FAST 2025, §4).
+KV_TRANSFER_EFFICIENCY = 0.8
+# Per-token acceptance of a drafted token when the sweep states none. MTP: DeepSeek-V3's second-token
+# acceptance is 85-90 % (DeepSeek-V3 technical report, §5.4.3). EAGLE and draft models: 0.7, an
+# assumption inside the 0.6-0.8 the EAGLE papers (Li et al., 2024-2025) and Leviathan et al. (ICML 2023,
+# alpha 0.5-0.9 by task) report for chat; all three depend on the traffic (random-token benchmark
+# prompts accept far fewer).
+MTP_ACCEPTANCE = 0.85
+EAGLE_ACCEPTANCE = 0.7
+DRAFT_ACCEPTANCE = 0.7
 
 
 class Efficiency(BaseModel):
@@ -37,7 +49,7 @@ class Efficiency(BaseModel):
     tp_buffer_bytes: typed("overhead_bytes") = lim("overhead_bytes")
     prefill_chunk_tokens: typed("prefill_chunk_tokens") = lim("prefill_chunk_tokens")
     # With expert parallelism, routing skew beyond uniform: the busiest rank's experts over what
-    # uniform routing gives it (whose own spread the estimator derives, compute.expert_spread).
+    # uniform routing gives it (whose own spread the estimator derives, experts.expert_spread).
     # 1 = uniform, an assumption, not fitted: balancers (DeepSeek's EPLB) keep real routing near it.
     expert_imbalance: typed("expert_imbalance") = lim("expert_imbalance", 1.0)
     # Serving under load (estimate/load.py); defaulted so that older profile files keep working.
@@ -46,6 +58,11 @@ class Efficiency(BaseModel):
     # The engine's limit on running requests per attention data-parallel rank (vLLM max_num_seqs,
     # SGLang max_running_requests, TensorRT-LLM max_batch_size); 0 = none beyond the KV cache.
     max_running_requests: typed("running_requests") = lim("running_requests", 0)
+    # Serving modes; defaulted so that older profile files keep working.
+    kv_transfer_efficiency: typed("efficiency") = lim("efficiency", KV_TRANSFER_EFFICIENCY)
+    mtp_acceptance: typed("share") = lim("share", MTP_ACCEPTANCE)
+    eagle_acceptance: typed("share") = lim("share", EAGLE_ACCEPTANCE)
+    draft_acceptance: typed("share") = lim("share", DRAFT_ACCEPTANCE)
 
 
 class EngineOverrides(BaseModel):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import c, text
+from llmsweep.estimate import speculative
+from llmsweep.estimate.experts import weight_bytes_read
 from llmsweep.estimate.memory import kv_sequence_bytes
 from llmsweep.estimate.parallel import comm_s
 
@@ -41,18 +43,6 @@ def decode_attention_flops_per_key() -> pl.Expr:
 def window_fraction() -> pl.Expr:
     """Share of layers that use a sliding window (0 for full attention everywhere)."""
     return (c.kv_window_elements_per_token / c.kv_elements_per_token).fill_nan(0.0)
-
-
-def routed_expert_bytes() -> pl.Expr:
-    """Bytes of every routed expert in every MoE layer: MoE layers x E x expert params x b_w."""
-    return c.moe_layers * c.experts * c.expert_params * c.bytes_per_weight
-
-
-def expert_miss_log() -> pl.Expr:
-    """ln(1 - k/E): with uniform routing a token skips a given expert with probability 1 - k/E,
-    so T tokens all skip it with probability exp(T x this). 0 for dense models."""
-    miss = pl.when(c.experts > 0).then((1 - c.experts_per_token / c.experts).log()).otherwise(0.0)
-    return miss.clip(lower_bound=-50.0)  # k = E: every expert is read; keeps 0 tokens x log free of NaN
 
 
 def seconds_per_flop() -> pl.Expr:
@@ -101,69 +91,23 @@ def attended_keys(context: pl.Expr) -> pl.Expr:
     return full + c.window_fraction * (pl.min_horizontal(context, c.sliding_window_tokens) - full)
 
 
-def touch_probability(tokens: pl.Expr) -> pl.Expr:
-    """p = 1 - (1 - k/E)^tokens: the chance that `tokens` tokens, routed uniformly, use a given
-    expert of an MoE layer (0 for dense models)."""
-    return 1 - (tokens * c.expert_miss_log).exp()
-
-
-def experts_touched(tokens: pl.Expr) -> pl.Expr:
-    """Routed experts that `tokens` tokens use in one MoE layer, if routing is uniform: E x p.
-    One token reads k; a large batch reads all E."""
-    return c.experts * touch_probability(tokens)
-
-
-def expert_share() -> pl.Expr:
-    """The busiest attention group's share of the routed experts' work: 1 / dp_attention (the
-    experts are spread over all tp x dp_attention GPUs while each group reads its own dense
-    weights), times a routing skew beyond uniform when ep > 1 (expert_imbalance, profile; 1 =
-    uniform routing, whose own spread is expert_spread's), times the busiest rank's extra experts
-    when ep does not divide them (expert_placement)."""
-    skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
-    return skew * c.expert_placement / c.dp_attention
-
-
-def expert_spread() -> pl.Expr:
-    """z / sqrt(n): how far the busiest of the ep ranks' touched experts lies above the mean, per
-    unit of the binomial spread. Each rank holds n = E / ep experts, each touched with probability
-    p, so a rank touches n p +- sqrt(n p (1 - p)); the largest of ep such counts is about z =
-    sqrt(2 ln ep) spreads above the mean (the expected maximum of ep normal variables). 0 when
-    ep = 1. DeepSeek-R1 on ep 8: sqrt(2 ln 8) / sqrt(32) = 2.0393 / 5.6569 = 0.3605."""
-    n = c.experts.cast(pl.Float64) / c.ep
-    z = (2 * c.ep.cast(pl.Float64).log()).sqrt()
-    return pl.when((c.ep > 1) & (c.experts > 0)).then(z / n.sqrt()).otherwise(0.0)
-
-
-def busiest_touched(tokens: pl.Expr) -> pl.Expr:
-    """Share of its experts the busiest expert-parallel rank touches in a pass over `tokens` tokens
-    with uniform routing: min(1, p + z sqrt(p (1 - p) / n)), p = 1 - (1 - k/E)^tokens (= p at ep 1).
-    Large against p when few tokens reach each expert (decode at a small batch), 1 for a prompt."""
-    p = touch_probability(tokens)
-    return pl.min_horizontal(p + c.expert_spread * (p * (1 - p)).sqrt(), 1.0)
-
-
-def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
-    """Weights one forward pass over `tokens` tokens reads, all GPUs of an attention group: every
-    dense weight once and, of the routed experts, those the busiest rank touches, at the group's
-    share: (P x b_w - routed) + routed x busiest_touched(tokens) x expert_share
-    (= P x b_w - routed x (1 - k/E)^tokens without attention data parallelism or ep)."""
-    touched = c.routed_expert_bytes * busiest_touched(tokens)
-    return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share
-
-
-# prefill: one prompt of S_in tokens
+# prefill: one prompt of S_in tokens, of which n = prefill_new_tokens are computed (estimate/prefix.py)
 def prefill_flops() -> pl.Expr:
-    """2 x P_a x S_in + causal attention 4 x L x h_q x d_h x span(S_in)
-    (= 2 L S_in^2 h_q d_h without windows). Example: Llama-3.1-8B, 2,048 tokens:
+    """2 x P_a x n + causal attention of the n new tokens against all before them,
+    4 x L x h_q x d_h x (span(S_in) - span(S_in - n)) (= 2 L S_in^2 h_q d_h without windows or cache),
+    + DSA's indexer over every earlier token. Example: Llama-3.1-8B, 2,048 tokens, no cache:
     2 x 8.03e9 x 2048 + 2 x 32 x 2048^2 x 32 x 128 = 3.29e13 + 1.10e12 = 3.40e13 FLOPs."""
-    s = c.input_tokens.cast(pl.Float64)
-    indexer = c.indexer_flops_per_key * s * s / 2  # DSA's indexer scores every earlier token
-    return c.flops_per_token * s + c.attention_flops_per_key * attention_span(s) + indexer
+    s, n = c.input_tokens.cast(pl.Float64), c.prefill_new_tokens
+    cached = s - n
+    indexer = c.indexer_flops_per_key * (s * s - cached * cached) / 2  # DSA's indexer scores every earlier token
+    attention = c.attention_flops_per_key * (attention_span(s) - attention_span(cached))
+    return c.flops_per_token * n + attention + indexer
 
 
 def prefill_bytes() -> pl.Expr:
-    """Weights read once (the experts the prompt touches) + the prompt's KV written."""
-    return weight_bytes_read(c.input_tokens) + kv_sequence_bytes(c.input_tokens)
+    """Weights read once (the experts the new tokens touch) + the prompt's KV (the cached prefix
+    read, the new tokens' written)."""
+    return weight_bytes_read(c.prefill_new_tokens) + kv_sequence_bytes(c.input_tokens)
 
 
 def prefill_s() -> pl.Expr:
@@ -172,7 +116,7 @@ def prefill_s() -> pl.Expr:
     Example (ideal): 3.40e13 FLOPs / 989e12 FLOP/s = 34.4 ms (Llama-3.1-8B bf16, H100 SXM, 2,048 tokens)."""
     t = (
         pl.max_horizontal(c.prefill_flops * c.seconds_per_flop, prefill_bytes() * c.seconds_per_byte)
-        + comm_s(c.input_tokens)
+        + comm_s(c.prefill_new_tokens)
         + c.fixed_step_s
     )
     return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
@@ -204,15 +148,18 @@ def decode_kv_bytes_per_sequence() -> pl.Expr:
 
 
 def decode_flops_per_step() -> pl.Expr:
-    """B x (2 x P_a + 4 x L x c x h_q x d_h): the whole batch's step (with attention data
-    parallelism, B = the busiest group's ceil(batch / dp_attention) sequences)."""
-    return c.group_batch * c.decode_flops_per_sequence
+    """B x (2 x P_a + 4 x L x c x h_q x d_h) x q': the whole batch's step (with attention data
+    parallelism, B = the busiest group's ceil(batch / dp_attention) sequences), q' = the speculative
+    token passes per sequence (1 without it; estimate/speculative.py)."""
+    return c.group_batch * c.decode_flops_per_sequence * c.spec_token_factor
 
 
 def decode_bytes_per_step() -> pl.Expr:
-    """Weights read once per step for the whole batch (MoE: the experts the batch touches) + every
-    sequence's KV cache (per attention group when dp_attention > 1)."""
-    return weight_bytes_read(c.batch) + c.group_batch * c.decode_kv_bytes_per_sequence
+    """Weights read once per step for the whole batch (MoE: the experts the batch touches; with
+    speculation the verified tokens' and the draft's) + every sequence's KV cache (per attention
+    group when dp_attention > 1)."""
+    kv = c.group_batch * c.decode_kv_bytes_per_sequence * c.spec_kv_factor
+    return speculative.weights_read(c.worker_batch) + kv
 
 
 def decode_terms() -> dict[str, pl.Expr]:
@@ -221,8 +168,8 @@ def decode_terms() -> dict[str, pl.Expr]:
     return {
         "decode_compute_s": c.decode_flops_per_step * c.seconds_per_flop,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
-        "decode_comm_s": comm_s(c.group_batch),
-        "decode_overhead_s": c.fixed_step_s,
+        "decode_comm_s": comm_s(c.group_batch * c.spec_token_factor),
+        "decode_overhead_s": c.fixed_step_s + c.spec_fixed_s,
     }
 
 

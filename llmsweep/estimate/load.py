@@ -41,7 +41,7 @@ from collections.abc import Callable
 import polars as pl
 
 from llmsweep.columns import c, text
-from llmsweep.estimate.compute import weight_bytes_read
+from llmsweep.estimate import speculative
 from llmsweep.estimate.parallel import comm_s
 
 PERCENTILES = {"p90": 0.9, "p99": 0.99}
@@ -63,11 +63,16 @@ def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
     compute.decode_terms at batch b: max(g x FLOPs/seq x s/FLOP, (weights read(b) + g x KV/seq) x s/byte)
     + communication(g) (all-reduces, expert all-to-alls, pp sends: parallel.comm_s) + fixed costs, where
-    g = b / dp_attention is the share of an attention group (= b without attention data parallelism)."""
+    g = b / dp_attention is the share of an attention group (= b without attention data parallelism).
+    With speculative decoding the FLOPs and communication count q + k f token passes per sequence,
+    the KV 1 + k f reads, the weights W(q b) + k f W(b), and the draft passes their fixed costs
+    (estimate/speculative.py; every factor is 1 without it)."""
     g = b / c.dp_attention
-    compute_s = g * c.decode_flops_per_sequence * c.seconds_per_flop
-    memory_s = (weight_bytes_read(b) + g * c.decode_kv_bytes_per_sequence) * c.seconds_per_byte
-    return pl.max_horizontal(compute_s, memory_s) + comm_s(g) + c.fixed_step_s
+    compute_s = g * c.spec_token_factor * c.decode_flops_per_sequence * c.seconds_per_flop
+    memory_s = (
+        speculative.weights_read(b) + g * c.spec_kv_factor * c.decode_kv_bytes_per_sequence
+    ) * c.seconds_per_byte
+    return pl.max_horizontal(compute_s, memory_s) + comm_s(g * c.spec_token_factor) + c.fixed_step_s + c.spec_fixed_s
 
 
 def first_token_s() -> pl.Expr:
@@ -77,9 +82,10 @@ def first_token_s() -> pl.Expr:
 
 
 def prefill_chunks() -> pl.Expr:
-    """n_c = S_in / K: the share of engine iterations one prompt's prefill fills. Fractional: prompts
-    shorter than K share an iteration (and the decode step riding in it) with other prompts."""
-    return c.input_tokens / c.prefill_chunk_tokens
+    """n_c = n / K: the share of engine iterations one prompt's prefill fills, n = the prompt tokens
+    it computes (all S_in without a prefix cache). Fractional: prompts shorter than K share an
+    iteration (and the decode step riding in it) with other prompts."""
+    return c.prefill_new_tokens / c.prefill_chunk_tokens
 
 
 def _riders(others: pl.Expr) -> pl.Expr:
@@ -101,21 +107,24 @@ def _quantile_wait(mean_wait: pl.Expr, busy: pl.Expr, q: float) -> pl.Expr:
 # -- closed loop: C clients ----------------------------------------------------------------------------------------
 def step_coefficients() -> dict[str, pl.Expr]:
     """Per (layout, lengths): t(b) = max(F0 + F1 b, M0 + M1 b) on the compute and the memory roof,
-    F0 = collective latencies + fixed costs, F1 = (FLOPs/seq x s/FLOP + communication per token) / dp,
-    M1 = (KV/seq x s/byte + communication per token) / dp, dp = dp_attention (each attention group
-    carries its share of the sequences); M0 adds the weights read, per row: see closed_loop."""
-    comm = c.comm_s_per_token
+    F0 = collective latencies + fixed costs (the draft passes' too), F1 = (FLOPs/seq x s/FLOP +
+    communication per token) x q' / dp, M1 = (KV/seq x s/byte x kv' + communication per token x q') / dp,
+    dp = dp_attention (each attention group carries its share of the sequences), q' and kv' the
+    speculative factors (1 without it); M0 adds the weights read, per row: see closed_loop. k, the
+    decode steps after the first token, is (S_out - 1) / E with E tokens per step."""
+    comm = c.comm_s_per_token * c.spec_token_factor
+    k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64) / c.tokens_per_step
     return {
-        "step_fixed_s": c.comm_fixed_s + c.fixed_step_s,
-        "step_compute_s_per_seq": (c.decode_flops_per_sequence * c.seconds_per_flop + comm) / c.dp_attention,
-        "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte + comm) / c.dp_attention,
+        "step_fixed_s": c.comm_fixed_s + c.fixed_step_s + c.spec_fixed_s,
+        "step_compute_s_per_seq": (c.decode_flops_per_sequence * c.seconds_per_flop * c.spec_token_factor + comm)
+        / c.dp_attention,
+        "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte * c.spec_kv_factor + comm)
+        / c.dp_attention,
         "first_token_s": first_token_s(),
         "prefill_chunks": prefill_chunks(),
-        "decode_steps": (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64),
-        "half_inv_decode_steps": pl.when(c.output_tokens > 1).then(0.5 / (c.output_tokens - 1)).otherwise(0.0),
-        "prefill_bound_decoders": pl.when(c.input_tokens > 0)
-        .then((c.output_tokens - 1).clip(lower_bound=0) / prefill_chunks())
-        .otherwise(float("inf")),
+        "decode_steps": k,
+        "half_inv_decode_steps": pl.when(k > 0).then(0.5 / k).otherwise(0.0),
+        "prefill_bound_decoders": pl.when(c.input_tokens > 0).then(k / prefill_chunks()).otherwise(float("inf")),
     }
 
 
@@ -283,7 +292,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
             decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
             + c.decode_comm_s
             + c.decode_overhead_s,
-            tpot_s=itl,
+            tpot_s=itl / c.tokens_per_step,
             # the decode batch the solution implies: 1 + (n - 1) D / R spread, n in a wave
             decode_batch=(1 - beta) * (1 + pl.col("_b2")) + beta * n,
             ttft_s=pl.col("_ttftn") + slot,
@@ -354,7 +363,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     rho >= 1, the decode fixed point does not exist, or the implied concurrency exceeds max_batch.
     """
     lam = rate.cast(pl.Float64)
-    k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64)
+    k = c.decode_steps
     u = lam * pl.col("_p")
     lf = frame.with_columns(_p=first_token_s()).with_columns(
         _lam=lam, _k=k, _u=u, _nc=prefill_chunks(), _bw=pl.lit(1.0)
@@ -365,7 +374,9 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     others = lam * d
     lf = lf.with_columns(
         _b=1 + others,
-        _itl=step_s(1 + others) / (1 - pl.col("_u")),
+        # the decode phase's own interval, D / k, so that R = TTFT + (S_out - 1) TPOT holds exactly
+        # (step_s at the final batch differs from it by the last refinement's change in weight reads)
+        _itl=pl.when(k > 0).then(d / k).otherwise(step_s(1 + others) / (1 - pl.col("_u"))),
         _peff=pl.col("_p") + pl.col("_nc") * _riders(others),
     ).with_columns(
         _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2,
@@ -384,7 +395,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
         offered_requests_per_s=lam,
         decode_step_s=pl.when(ok).then(step_s(pl.col("_b"))),
         decode_batch=pl.when(ok).then(pl.col("_b")),
-        tpot_s=pl.when(ok).then(pl.col("_itl")),
+        tpot_s=pl.when(ok).then(pl.col("_itl") / c.tokens_per_step),
         ttft_s=pl.when(ok).then(ttft),
         ttft_wait_s=pl.when(ok).then(ttft - pl.col("_p")),
         request_latency_s=pl.when(ok).then(latency),
@@ -407,7 +418,7 @@ def _open_decode(lf: pl.LazyFrame) -> pl.LazyFrame:
     lam, k, u, bw = pl.col("_lam"), pl.col("_k"), pl.col("_u"), pl.col("_bw")
     pieces = [  # the closed loop's step coefficients (per sequence: an attention group's share)
         (c.step_fixed_s, c.step_compute_s_per_seq),  # compute roof: A, B
-        (c.step_fixed_s + weight_bytes_read(bw) * c.seconds_per_byte, c.step_memory_s_per_seq),  # memory roof
+        (c.step_fixed_s + speculative.weights_read(bw) * c.seconds_per_byte, c.step_memory_s_per_seq),  # memory roof
     ]
     ds, oks = [], []
     for a_i, b_i in pieces:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import c
+from llmsweep.estimate import prefix
 
 # -- per layout -------------------------------------------------------------------------------
 
@@ -26,9 +27,12 @@ def weight_bytes() -> pl.Expr:
     GPUs of a stage (however ep divides them):
     (P x b_w - routed) / (tp x pp) + routed x placement / (tp x dp_attention x pp) (= P x b_w / (tp x pp)
     at dp 1), placement = the busiest rank's extra experts when ep does not divide them (parallel.py).
-    DeepSeek-R1 fp8 on 8 GPUs, tp 1, dp_attention 8, ep 8: see tests/test_moe_layouts.py."""
+    A speculative draft (estimate/speculative.py) is split as the model is: its weights x this GPU's
+    share of the model's. DeepSeek-R1 fp8 on 8 GPUs, tp 1, dp_attention 8, ep 8: see
+    tests/test_moe_layouts.py."""
     dense = c.model_weight_bytes - c.routed_expert_bytes
-    return dense / (c.tp * c.pp) + c.routed_expert_bytes * c.expert_placement / (c.tp * c.dp_attention * c.pp)
+    own = dense / (c.tp * c.pp) + c.routed_expert_bytes * c.expert_placement / (c.tp * c.dp_attention * c.pp)
+    return own * (1 + c.draft_weight_bytes / c.model_weight_bytes)
 
 
 def kv_bytes_per_token() -> pl.Expr:
@@ -107,35 +111,48 @@ def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
 
 
 def kv_context_bytes_per_sequence() -> pl.Expr:
-    """KV cache of one sequence at context_tokens on one GPU: KV(sequence) / (pp x min(tp, h_kv))."""
-    return kv_sequence_bytes(c.context_tokens) / c.kv_split
+    """KV cache of one sequence at context_tokens on one GPU: KV(sequence) x (1 + f) / (pp x min(tp, h_kv)),
+    f = the speculative draft's KV share (0 without one; its layer's cache, estimate/speculative.py),
+    less a shared prefix held once (shared_prefix_bytes)."""
+    return kv_sequence_bytes(c.context_tokens) * (1 + c.draft_fraction) / c.kv_split - shared_prefix_bytes()
+
+
+def shared_prefix_bytes() -> pl.Expr:
+    """One GPU's copy of a prefix common to every request (prefix_shared), t = input_tokens -
+    prefill_new_tokens tokens: (KV_full x t + KV_window x min(t, W)) x (1 + f) / kv_split; 0 otherwise."""
+    t = prefix.shared_prefix_tokens()
+    kv = c.kv_full_bytes_per_token * t + c.kv_window_bytes_per_token * pl.min_horizontal(t, c.sliding_window_tokens)
+    return kv * (1 + c.draft_fraction) / c.kv_split
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
     """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv)), where
-    batch is the sequences of one attention group (each group keeps its own sequences' cache)."""
-    return batch * c.kv_context_bytes_per_sequence
+    batch is the sequences of one attention group (each group keeps its own sequences' cache), plus
+    one copy of a shared prefix."""
+    return batch * c.kv_context_bytes_per_sequence + shared_prefix_bytes()
 
 
 def activation_bytes(batch: pl.Expr) -> pl.Expr:
-    """Peak workspace on one GPU: one prefill chunk (the batch's prompts, capped by the engine's
-    chunk budget) plus the batch's logits."""
-    chunk = pl.min_horizontal(batch * c.input_tokens, c.prefill_chunk_tokens)
+    """Peak workspace on one GPU: one prefill chunk (the batch's prompts' new tokens, capped by the
+    engine's chunk budget) plus the batch's logits."""
+    chunk = pl.min_horizontal(batch * c.prefill_new_tokens, c.prefill_chunk_tokens)
     return chunk * c.activation_bytes_per_token + batch * c.logits_bytes_per_sequence
 
 
 def max_batch() -> pl.Expr:
-    """Largest batch B whose memory fits: mem(B) = W + O + min(B S_in, C) a + B s <= U, where
-    s = per-sequence KV + logits and a = activation bytes per prefill token, C the chunk budget.
+    """Largest batch B whose memory fits: mem(B) = W + O + P + min(B n, C) a + B s <= U, where
+    s = per-sequence KV + logits, a = activation bytes per prefill token, n the prompt tokens
+    computed, C the chunk budget and P a shared prefix's one copy.
 
-    mem(B) rises with B and bends where B S_in reaches C, so: the answer past the bend,
-    B2 = floor((U - W - O - C a) / s), holds if B2 S_in >= C; otherwise it lies before the bend,
-    B1 = floor((U - W - O) / (S_in a + s)). Never negative (0 = not even one sequence fits).
+    mem(B) rises with B and bends where B n reaches C, so: the answer past the bend,
+    B2 = floor((U - W - O - P - C a) / s), holds if B2 n >= C; otherwise it lies before the bend,
+    B1 = floor((U - W - O - P) / (n a + s)). Never negative (0 = not even one sequence fits).
     B is per attention group: the replica holds dp_attention times as many."""
     per_seq = c.kv_context_bytes_per_sequence + c.logits_bytes_per_sequence
-    past_bend = ((c.free_bytes - c.prefill_chunk_tokens * c.activation_bytes_per_token) / per_seq).floor()
-    before_bend = (c.free_bytes / (c.input_tokens * c.activation_bytes_per_token + per_seq)).floor()
-    b = pl.when(past_bend * c.input_tokens >= c.prefill_chunk_tokens).then(past_bend).otherwise(before_bend)
+    free = c.free_bytes - shared_prefix_bytes()
+    past_bend = ((free - c.prefill_chunk_tokens * c.activation_bytes_per_token) / per_seq).floor()
+    before_bend = (free / (c.prefill_new_tokens * c.activation_bytes_per_token + per_seq)).floor()
+    b = pl.when(past_bend * c.prefill_new_tokens >= c.prefill_chunk_tokens).then(past_bend).otherwise(before_bend)
     return (pl.max_horizontal(b, 0.0) * c.dp_attention).cast(pl.Int64)
 
 

@@ -110,7 +110,7 @@ def pp_network_boundaries() -> pl.Expr:
     """Stage boundaries that cross the network: the replica spans ceil(gpus / U) network units
     (U = network_unit_gpus), so ceil(gpus / U) - 1 boundaries cross, at most pp - 1 (every one
     when a stage is itself larger than a unit). tp 8 x pp 2 on HGX H100 (U = 8): 1 of 1."""
-    units = (c.gpus / c.network_unit_gpus).ceil()
+    units = (c.worker_gpus / c.network_unit_gpus).ceil()
     return pl.min_horizontal(units - 1, c.pp - 1).cast(pl.Float64)
 
 
@@ -245,7 +245,7 @@ def layout_reason() -> pl.Expr:
     servers or NVLink domains; a published rate for the compute dtype. Messages are literals (the
     numbers are in the row).
     """
-    spans_network = c.gpus > c.network_unit_gpus
+    spans_network = c.worker_gpus > c.network_unit_gpus
     rules = [
         ((c.attention_heads % c.tp != 0) & (c.experts == 0), "tp does not divide the model's attention heads"),
         (

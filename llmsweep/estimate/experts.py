@@ -1,0 +1,74 @@
+"""Routed experts (MoE): which experts a pass over some tokens reads, and how unevenly the
+expert-parallel ranks share them (DESIGN.md §4). A dense model (experts = 0) reads every weight.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c
+
+
+def routed_expert_bytes() -> pl.Expr:
+    """Bytes of every routed expert in every MoE layer: MoE layers x E x expert params x b_w."""
+    return c.moe_layers * c.experts * c.expert_params * c.bytes_per_weight
+
+
+def expert_miss_log() -> pl.Expr:
+    """ln(1 - k/E): with uniform routing a token skips a given expert with probability 1 - k/E,
+    so T tokens all skip it with probability exp(T x this). 0 for dense models."""
+    miss = pl.when(c.experts > 0).then((1 - c.experts_per_token / c.experts).log()).otherwise(0.0)
+    return miss.clip(lower_bound=-50.0)  # k = E: every expert is read; keeps 0 tokens x log free of NaN
+
+
+# -- per row ----------------------------------------------------------------------------------
+
+
+def touch_probability(tokens: pl.Expr) -> pl.Expr:
+    """p = 1 - (1 - k/E)^tokens: the chance that `tokens` tokens, routed uniformly, use a given
+    expert of an MoE layer (0 for dense models)."""
+    return 1 - (tokens * c.expert_miss_log).exp()
+
+
+def experts_touched(tokens: pl.Expr) -> pl.Expr:
+    """Routed experts that `tokens` tokens use in one MoE layer, if routing is uniform: E x p.
+    One token reads k; a large batch reads all E."""
+    return c.experts * touch_probability(tokens)
+
+
+def expert_share() -> pl.Expr:
+    """The busiest attention group's share of the routed experts' work: 1 / dp_attention (the
+    experts are spread over all tp x dp_attention GPUs while each group reads its own dense
+    weights), times a routing skew beyond uniform when ep > 1 (expert_imbalance, profile; 1 =
+    uniform routing, whose own spread is expert_spread's), times the busiest rank's extra experts
+    when ep does not divide them (expert_placement)."""
+    skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
+    return skew * c.expert_placement / c.dp_attention
+
+
+def expert_spread() -> pl.Expr:
+    """z / sqrt(n): how far the busiest of the ep ranks' touched experts lies above the mean, per
+    unit of the binomial spread. Each rank holds n = E / ep experts, each touched with probability
+    p, so a rank touches n p +- sqrt(n p (1 - p)); the largest of ep such counts is about z =
+    sqrt(2 ln ep) spreads above the mean (the expected maximum of ep normal variables). 0 when
+    ep = 1. DeepSeek-R1 on ep 8: sqrt(2 ln 8) / sqrt(32) = 2.0393 / 5.6569 = 0.3605."""
+    n = c.experts.cast(pl.Float64) / c.ep
+    z = (2 * c.ep.cast(pl.Float64).log()).sqrt()
+    return pl.when((c.ep > 1) & (c.experts > 0)).then(z / n.sqrt()).otherwise(0.0)
+
+
+def busiest_touched(tokens: pl.Expr) -> pl.Expr:
+    """Share of its experts the busiest expert-parallel rank touches in a pass over `tokens` tokens
+    with uniform routing: min(1, p + z sqrt(p (1 - p) / n)), p = 1 - (1 - k/E)^tokens (= p at ep 1).
+    Large against p when few tokens reach each expert (decode at a small batch), 1 for a prompt."""
+    p = touch_probability(tokens)
+    return pl.min_horizontal(p + c.expert_spread * (p * (1 - p)).sqrt(), 1.0)
+
+
+def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
+    """Weights one forward pass over `tokens` tokens reads, all GPUs of an attention group: every
+    dense weight once and, of the routed experts, those the busiest rank touches, at the group's
+    share: (P x b_w - routed) + routed x busiest_touched(tokens) x expert_share
+    (= P x b_w - routed x (1 - k/E)^tokens without attention data parallelism or ep)."""
+    touched = c.routed_expert_bytes * busiest_touched(tokens)
+    return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share

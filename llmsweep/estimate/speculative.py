@@ -1,0 +1,111 @@
+"""Speculative decoding: a draft proposes k tokens per sequence, the target verifies k + 1 in one step.
+
+Methods (column `speculative`):
+
+    none    one token per sequence and step
+    mtp     the model's own multi-token-prediction module (DeepSeek-V3 §2.2): one decoder layer of
+            the target's architecture, run k times per step (how SGLang and TensorRT-LLM chain it)
+    eagle   an EAGLE-style head (Li et al., 2024): one decoder layer over the target's hidden
+            states, run k times per step
+    draft   a separate small model (`draft_model`), run k times per step
+
+One step of b sequences (the shared decode-step terms of compute.py and load.step_s, with factors):
+
+- the target verifies q = k + 1 tokens per sequence: its weights are read once for the whole step
+  (the routed experts that q x b tokens touch), its FLOPs and communication scale with q; the KV
+  cache is read once, since the q queries of a sequence attend in one kernel pass (FlashMLA's and
+  FlashInfer's query-length dimension) — DESIGN.md says "KV reads scale with k + 1"; reading the
+  cache once is what the kernels do, and the difference matters only at long contexts;
+- each of the k draft passes costs a fraction f of a one-token target pass (its weights, FLOPs, KV
+  and communication): f = 1 / layers for mtp and eagle (one layer of the target's size), f =
+  draft active parameters / target active parameters for a draft model; plus its own fixed costs
+  (a forward pass: step overhead + its layers' overheads).
+
+So with g the sequences of an attention group, F and KV one sequence's FLOPs and KV bytes:
+
+    compute = g (q + k f) F s/FLOP,   memory = (W(q b) + k f W(b) + g (1 + k f) KV) s/byte,
+    communication = comm(g (q + k f)),  fixed = fixed_step_s + k (step overhead + draft layers x layer overhead)
+
+(load.step_s; W(t) = weights t tokens read, compute.weight_bytes_read). The step yields E tokens
+per sequence on average (tokens_per_step): for an i.i.d. per-token acceptance alpha,
+E = (1 - alpha^(k+1)) / (1 - alpha) (Leviathan et al., ICML 2023, eq. 1); for per-position rates
+a_1..a_k, E = 1 + a_1 + a_1 a_2 + ... (the spec resolves them). TPOT = step / E. With k = 0 every
+factor is 1 and the terms are the plain decode step. Nothing here decides when speculation pays:
+at a small batch the step is memory-bound and barely grows with q (TPOT ~ step / E); at a large
+batch it is compute-bound and grows by (q + k f), which E no longer covers.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from llmsweep.columns import c
+from llmsweep.estimate.experts import weight_bytes_read
+
+METHODS = ("none", "mtp", "eagle", "draft")
+
+
+def acceptance_rate() -> pl.Expr:
+    """alpha: the sweep's acceptance, else the profile's default for the method (null without
+    speculation)."""
+    default = (
+        pl.when(c.speculative == "mtp")
+        .then(c.mtp_acceptance)
+        .when(c.speculative == "eagle")
+        .then(c.eagle_acceptance)
+        .when(c.speculative == "draft")
+        .then(c.draft_acceptance)
+    )
+    return pl.when(c.draft_tokens > 0).then(pl.coalesce(c.acceptance_rate, default))
+
+
+def tokens_per_step() -> pl.Expr:
+    """E = (1 - alpha^(k+1)) / (1 - alpha) (= k + 1 at alpha = 1), or the sweep's own from
+    per-position rates; 1 without speculation. k = 1, alpha = 0.8: 1.8; k = 3, alpha = 0.7: 2.533."""
+    k, alpha = c.draft_tokens, c.acceptance_rate
+    iid = pl.when(alpha < 1).then((1 - alpha.pow(k + 1)) / (1 - alpha)).otherwise(k + 1.0)
+    return pl.when(k > 0).then(pl.coalesce(c.given_tokens_per_step, iid)).otherwise(1.0)
+
+
+def draft_fraction() -> pl.Expr:
+    """f: one draft pass's weights, FLOPs and KV over one target pass's. mtp, eagle: one decoder
+    layer, 1 / L (DeepSeek-R1: 1 / 61); draft: active parameters over the target's (Llama-3.2-1B for
+    Llama-3.1-70B: 1.24e9 / 70.6e9 = 0.0175). 0 without speculation."""
+    layer = 1 / c.layers.cast(pl.Float64)
+    own = pl.coalesce(c.draft_params_active / c.params_active, layer)
+    return pl.when(c.draft_tokens > 0).then(own).otherwise(0.0)
+
+
+def draft_weight_bytes() -> pl.Expr:
+    """Weights the draft adds to a worker: the draft model's parameters x b_w, or one decoder layer
+    of the target (mtp, eagle): P x b_w / L. DeepSeek-V3 ships its MTP module as a 61st+1 layer
+    (about 11.5 B of its 14 B extra parameters sit in that layer's experts)."""
+    own = pl.coalesce(c.draft_params_total * c.bytes_per_weight, c.model_weight_bytes / c.layers)
+    return pl.when(c.draft_tokens > 0).then(own).otherwise(0.0)
+
+
+def token_factor() -> pl.Expr:
+    """q + k f: one-token passes per sequence a step costs in FLOPs and communication (1 without
+    speculation; mtp k = 1 on DeepSeek-R1: 2 + 1/61 = 2.0164)."""
+    return c.draft_tokens + 1 + c.draft_tokens * c.draft_fraction
+
+
+def kv_factor() -> pl.Expr:
+    """1 + k f: KV reads per sequence and step (the target once, each draft pass its share)."""
+    return 1 + c.draft_tokens * c.draft_fraction
+
+
+def fixed_s() -> pl.Expr:
+    """The k draft passes' fixed costs: k x (step overhead + draft layers x layer overhead), plus
+    their share f of the target's communication latency."""
+    layers = pl.coalesce(c.draft_layers, pl.lit(1)).cast(pl.Float64)
+    per_pass = c.step_overhead_s + layers * c.layer_overhead_s + c.draft_fraction * c.comm_fixed_s
+    return c.draft_tokens * per_pass
+
+
+def weights_read(b: pl.Expr) -> pl.Expr:
+    """Weight bytes one step of b sequences reads, all GPUs of an attention group: the target's at
+    the q b tokens it verifies, and each of the k draft passes its share f of the target's at b
+    tokens: W(q b) + k f W(b) (= W(b) without speculation)."""
+    q = c.draft_tokens + 1
+    return weight_bytes_read(q * b) + c.draft_tokens * c.draft_fraction * weight_bytes_read(b)

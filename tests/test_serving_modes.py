@@ -1,0 +1,311 @@
+"""Serving modes (estimate/disaggregated.py, speculative.py, prefix.py): hand-derived cases, the
+roofline limits, and Little's law in every mode, closed and open loop."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from llmsweep.estimate import disaggregated, load
+
+from .conftest import estimate_row, estimate_rows
+from .test_load import toy
+
+R1 = "deepseek-ai/DeepSeek-R1"
+L70, L8 = "meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B"
+MTP = dict(method="mtp", draft_tokens=1, acceptance=0.8)
+
+
+def speculation(**kw):
+    from llmsweep.grid import Speculation
+
+    return Speculation(**kw)
+
+
+# -- disaggregated: a toy 1P2D replica ------------------------------------------------------------------------------
+def toy_disaggregated(**over) -> pl.DataFrame:
+    """test_load.toy's replica as the decode worker (t_d(b) = 10 ms + 0.5 ms x b, k = 100 steps after
+    the first token), one prefill worker of p = 100 ms, two decode workers, a KV transfer of
+    tau = 11.5 ms, 8 GPUs per worker."""
+    pools = {"prefill_workers": 1, "decode_workers": 2, "kv_transfer_s": 0.0115} | {
+        k: over.pop(k) for k in ("prefill_workers", "decode_workers", "kv_transfer_s") if k in over
+    }
+    return toy(**over).with_columns(
+        **{k: pl.lit(v) for k, v in pools.items()},
+        prefill_pool_gpus=pl.lit(8) * pools["prefill_workers"],
+        gpus=pl.lit(8) * (pools["prefill_workers"] + pools["decode_workers"]),
+    )
+
+
+def closed_disaggregated(frame: pl.DataFrame) -> dict:
+    return disaggregated.closed_loop(frame.lazy()).collect().row(0, named=True)
+
+
+def solve_by_hand(n: int, p: float, x: int, y: int, tau: float, k: float, a_: float, b_: float) -> float:
+    """R from the module docstring's equation, by plain bisection (one memory-bound roof t = a_ + b_ b):
+    R - tau - p (x - 1) / x - (p / x) R / (R - a) - max(c1 R / (R - c2), (1 + k)(a_ + b_)) = 0."""
+    a, k1 = (n - 1) * p / x, 1 + k
+    c1, c2 = k1 * (a_ + b_ / y), k1 * b_ * (n - 1) / y
+    lo, hi = max(a, c2, tau), 100.0
+    for _ in range(200):
+        r = (lo + hi) / 2
+        h = r - tau - p * (x - 1) / x - p / x * r / (r - a) - max(c1 * r / (r - c2), k1 * (a_ + b_))
+        lo, hi = (r, hi) if h < 0 else (lo, r)
+    return hi
+
+
+def test_1p2d_at_concurrency_16_by_hand():
+    # n = 16 clients, p = 0.1 s on x = 1 prefill worker, y = 2 decode workers, tau = 11.5 ms, k = 100:
+    #   a = 15 x 0.1 = 1.5, c1 = 101 x (0.010 + 0.0005 / 2) = 1.03525, c2 = 101 x 0.0005 x 15 / 2 = 0.37875
+    #   R - 0.0115 - 0.1 R / (R - 1.5) - 1.03525 R / (R - 0.37875) = 0  ->  R = 1.8466 s (prefill-bound:
+    #   the prefill worker is busy rho = X p = 16 / R x 0.1 = 0.866 of the time)
+    r = closed_disaggregated(toy_disaggregated(batch=16))
+    big_r = solve_by_hand(16, 0.1, 1, 2, 0.0115, 100, 0.010, 0.0005)
+    assert big_r == pytest.approx(1.8466, abs=1e-4)
+    d = 1.03525 * big_r / (big_r - 0.37875)  # time in decode, first decode step included
+    t_d = d / 101  # each decode step: 10 ms + 0.5 ms x b
+    b = (1 + 15 * d / big_r) / 2  # the request's worker: itself and its half of the others decoding
+    assert t_d == pytest.approx(0.010 + 0.0005 * b, rel=1e-9)
+    assert r["request_latency_s"] == pytest.approx(big_r, rel=1e-9)
+    assert r["tpot_s"] == pytest.approx(t_d, rel=1e-9)
+    # TTFT = waiting for the prefill worker + p + tau + the first decode step = R - k t_d
+    wait = 0.1 * big_r / (big_r - 1.5) - 0.1
+    assert r["ttft_s"] == pytest.approx(wait + 0.1 + 0.0115 + t_d, rel=1e-9)
+    assert r["ttft_s"] == pytest.approx(big_r - 100 * t_d, rel=1e-9)
+    assert r["prefill_utilization"] == pytest.approx(16 / big_r * 0.1, rel=1e-9)
+    assert r["requests_per_s_per_replica"] * r["request_latency_s"] == pytest.approx(16)
+
+
+def test_decode_pool_at_8_sequences_per_worker_when_prefill_is_short():
+    # p = 1 ms: prompts barely queue, so 16 clients keep 8 sequences decoding on each of the 2 workers
+    # and TPOT is t_d(8) = 10 ms + 8 x 0.5 ms = 14 ms (within the 1 % the 17 ms of TTFT take from D / R)
+    r = closed_disaggregated(toy_disaggregated(batch=16, prefill_s=0.001, kv_transfer_s=0.0))
+    assert r["tpot_s"] == pytest.approx(0.014, rel=0.01)
+    assert r["decode_batch"] == pytest.approx(8, rel=0.01)
+
+
+def test_kv_transfer_of_an_8k_deepseek_r1_prompt_over_a_50_gb_s_nic():
+    # 1 prefill + 2 decode workers of 8 H200 (24 GPUs > the 8 of one NVLink domain: the NICs carry
+    # the KV cache). DeepSeek-R1 caches a 512 + 64 latent per layer, 61 layers, 2 bytes (vLLM keeps
+    # 16 bits for fp8 weights): 61 x 576 x 2 = 70,272 bytes per token, 8,192 tokens: 575,668,224 bytes.
+    # The latent is one "KV head", replicated on the tp ranks: one shard, one sender, one 50 GB/s
+    # ConnectX-7 NIC: 575,668,224 / 50e9 = 11.513 ms (ideal: efficiency 1, no latency).
+    (row,) = [
+        r
+        for r in estimate_rows(
+            gpu="h200-sxm",
+            model=R1,
+            precision="fp8",
+            input_tokens=8192,
+            output_tokens=1024,
+            batch=16,
+            tp=8,
+            ep=8,
+            mode="disaggregated",
+            prefill_workers=1,
+            decode_workers=2,
+        )
+    ]
+    assert row["kv_transfer_bytes"] == 61 * 576 * 2 * 8192 == 575_668_224
+    assert row["kv_link"] == "scale-out"
+    assert row["kv_transfer_s"] == pytest.approx(575_668_224 / 50e9, rel=1e-12)
+    assert row["gpus"] == 24 and row["prefill_pool_gpus"] == 8 and row["decode_pool_gpus"] == 16
+    assert row["fits"]
+    # TTFT holds the transfer and the first decode step on top of the prefill and its wait
+    assert row["ttft_s"] > row["prefill_s"] + row["kv_transfer_s"]
+
+
+def test_pools_inside_one_nvlink_domain_move_the_kv_cache_over_nvlink():
+    # GB200 NVL72: 1 prefill + 2 decode workers of 8 GPUs = 24 <= 72, the KV cache stays on NVLink
+    row = estimate_row(
+        gpu="gb200",
+        model=R1,
+        precision="fp8",
+        input_tokens=8192,
+        output_tokens=1024,
+        batch=16,
+        tp=8,
+        ep=8,
+        mode="disaggregated",
+    )
+    assert row["kv_link"] == "scale-up"
+    assert row["kv_transfer_s"] == pytest.approx(575_668_224 / 900e9, rel=1e-12)
+
+
+def test_open_loop_disaggregated_x1_is_md1():
+    # lambda = 5 /s on x = 1 prefill worker of p = 0.1 s: rho = 0.5, Pollaczek-Khinchine
+    # W = rho p / (2 (1 - rho)) = 0.05 s. Decode: D = 101 (0.010 + 0.0005 / 2) / (1 - 101 x 5 x 0.0005 / 2)
+    # = 1.03525 / 0.87375 = 1.18484 s (b = (1 + lambda D) / 2 = 3.462 > 1).
+    frame = toy_disaggregated()
+    r = disaggregated.open_loop(frame.lazy(), pl.lit(5.0)).collect().row(0, named=True)
+    d = 1.03525 / 0.87375
+    assert r["ttft_s"] == pytest.approx(0.05 + 0.1 + 0.0115 + d / 101, rel=1e-9)
+    assert r["tpot_s"] == pytest.approx(d / 101, rel=1e-9)
+    assert r["request_latency_s"] == pytest.approx(0.05 + 0.1 + 0.0115 + d, rel=1e-9)
+    assert r["concurrency"] == pytest.approx(5 * r["request_latency_s"])
+    saturated = disaggregated.open_loop(frame.lazy(), pl.lit(10.0)).collect().row(0, named=True)
+    assert saturated["saturated"] and saturated["ttft_s"] is None  # rho = 1: the prefill pool is full
+
+
+def test_more_prefill_workers_cut_the_wait():
+    one = closed_disaggregated(toy_disaggregated(batch=16))
+    two = closed_disaggregated(toy_disaggregated(batch=16, prefill_workers=2))
+    assert two["ttft_s"] < one["ttft_s"] and two["requests_per_s_per_replica"] > one["requests_per_s_per_replica"]
+
+
+# -- speculative decoding ----------------------------------------------------------------------------------------------
+def test_mtp_at_batch_1_divides_the_memory_bound_step_by_the_expected_tokens():
+    # Dense 70B, batch 1 (memory-bound): the step verifying 2 tokens reads the weights once, the KV once,
+    # and the draft layer (1/80 of the model) once: step x (1 + 1/80). E = (1 - 0.8^2) / (1 - 0.8) = 1.8,
+    # so TPOT = step x 1.0125 / 1.8 (ideal: no fixed costs).
+    kw = dict(gpu="h100-sxm", model=L70, precision="fp8", input_tokens=1024, output_tokens=256, batch=1)
+    plain = estimate_row(**kw)
+    mtp = estimate_row(**kw, speculative=speculation(**MTP))
+    assert mtp["tokens_per_step"] == pytest.approx(1.8)
+    assert mtp["decode_memory_s"] == pytest.approx(plain["decode_memory_s"] * (1 + 1 / 80), rel=1e-9)
+    assert mtp["decode_compute_s"] == pytest.approx(plain["decode_compute_s"] * (2 + 1 / 80), rel=1e-9)
+    assert mtp["bound"] == "memory"
+    assert mtp["tpot_s"] == pytest.approx(plain["tpot_s"] * (1 + 1 / 80) / 1.8, rel=1e-9)
+    # Little's law and the tokens: R = TTFT + (S_out - 1) TPOT
+    assert mtp["request_latency_s"] == pytest.approx(mtp["ttft_s"] + 255 * mtp["tpot_s"], rel=1e-9)
+
+
+def test_mtp_stops_paying_where_the_step_is_compute_bound():
+    # Llama-3.1-8B bf16, 32-token contexts, batch 2,048 on an H100: 2,048 x 1.6e10 FLOPs against 16 GB of
+    # weights and 8.6 GB of KV, 1,330 FLOP/byte > the ridge (295): compute-bound. Verifying 2 tokens
+    # costs (2 + 1/32) x the FLOPs, which E = 1.8 does not repay: TPOT x 2.03125 / 1.8 = 1.128 x.
+    kw = dict(gpu="h100-sxm", model=L8, input_tokens=16, output_tokens=16, batch=2048)
+    plain = estimate_row(**kw)
+    mtp = estimate_row(**kw, speculative=speculation(method="eagle", draft_tokens=1, acceptance=0.8))
+    assert plain["bound"] == mtp["bound"] == "compute"
+    assert mtp["decode_step_s"] == pytest.approx(plain["decode_step_s"] * (2 + 1 / 32), rel=1e-9)
+    assert mtp["decode_tokens_per_s"] < plain["decode_tokens_per_s"]  # fewer tokens per second of GPU
+    # where it stops paying comes out of the roofline: the batch at which the two decode rates cross
+    batches = [1, 8, 64, 256, 512, 1024, 2048]
+    rows = estimate_rows(gpu="h100-sxm", model=L8, input_tokens=16, output_tokens=16, batch=batches)
+    spec = estimate_rows(
+        gpu="h100-sxm",
+        model=L8,
+        input_tokens=16,
+        output_tokens=16,
+        batch=batches,
+        speculative=speculation(method="eagle", draft_tokens=1, acceptance=0.8),
+    )
+    pays = [s["decode_tokens_per_s"] > p["decode_tokens_per_s"] for p, s in zip(rows, spec, strict=True)]
+    assert pays[0] and not pays[-1] and pays == sorted(pays, reverse=True)
+
+
+def test_tokens_per_step_from_acceptance():
+    # i.i.d. alpha = 0.7, k = 3: (1 - 0.7^4) / 0.3 = 2.533; per-position rates 0.9, 0.8, 0.5 (given as
+    # tokens_per_step by the spec): 1 + 0.9 + 0.72 + 0.36 = 2.98; alpha = 1: k + 1.
+    kw = dict(gpu="h100-sxm", model=L8, input_tokens=128, output_tokens=128)
+    assert estimate_row(**kw, speculative=speculation(method="eagle", draft_tokens=3, acceptance=0.7))[
+        "tokens_per_step"
+    ] == pytest.approx((1 - 0.7**4) / 0.3)
+    assert estimate_row(**kw, speculative=speculation(method="eagle", draft_tokens=3, tokens_per_step=2.98))[
+        "tokens_per_step"
+    ] == pytest.approx(2.98)
+    assert estimate_row(**kw, speculative=speculation(method="eagle", draft_tokens=2, acceptance=1.0))[
+        "tokens_per_step"
+    ] == pytest.approx(3.0)
+    # no acceptance stated: the profile's default for the method (MTP 0.85, DeepSeek-V3 §5.4.3)
+    assert estimate_row("default", **kw, speculative=speculation(method="mtp", draft_tokens=1))[
+        "acceptance_rate"
+    ] == pytest.approx(0.85)
+
+
+def test_speculation_adds_the_draft_weights_to_memory():
+    kw = dict(gpu="h100-sxm", model=L70, precision="fp8", tp=2, input_tokens=1024, output_tokens=256)
+    plain, mtp = estimate_row(**kw), estimate_row(**kw, speculative=speculation(**MTP))
+    assert mtp["draft_weight_bytes"] == pytest.approx(plain["model_weight_bytes"] / 80)
+    assert mtp["weight_bytes"] == pytest.approx(plain["weight_bytes"] * (1 + 1 / 80))
+    assert mtp["max_batch"] < plain["max_batch"]
+
+
+# -- prefix caching ----------------------------------------------------------------------------------------------
+def test_prefix_hit_rate_075_cuts_the_new_tokens_prefill_flops_to_a_quarter():
+    # Llama-3.1-8B, 8,192-token prompts, h = 0.75: 2,048 new tokens. Linear FLOPs 2 P_a x 2,048 = a quarter
+    # of 2 P_a x 8,192; attention: the new tokens attend to every key before them,
+    # 4 L h_q d_h (8192^2 / 2 - 6144^2 / 2) = 4 x 32 x 32 x 128 x 14,680,064 against 8192^2 / 2 = 33,554,432.
+    kw = dict(gpu="h100-sxm", model=L8, input_tokens=8192, output_tokens=128)
+    full, cached = estimate_row(**kw), estimate_row(**kw, prefix_hit_rate=0.75)
+    per_key = 4 * 32 * 32 * 128
+    assert cached["prefill_new_tokens"] == 2048
+    linear_full = full["prefill_flops"] - per_key * 8192**2 / 2
+    linear_cached = cached["prefill_flops"] - per_key * (8192**2 - 6144**2) / 2
+    assert linear_cached == pytest.approx(linear_full / 4, rel=1e-12)
+    assert cached["prefill_s"] < full["prefill_s"] / 3
+    assert cached["tpot_s"] == pytest.approx(full["tpot_s"], rel=1e-12)  # decode is unchanged
+
+
+def test_a_shared_prefix_is_held_once():
+    kw = dict(gpu="h100-sxm", model=L8, input_tokens=8000, output_tokens=192, batch=32, prefix_hit_rate=0.5)
+    own, shared = estimate_row(**kw), estimate_row(**kw, prefix_shared=True)
+    # 32 sequences of 8,192 tokens, 4,000 of them a common prefix: 31 x 4,000 tokens fewer, 131,072 B each
+    assert own["kv_cache_bytes"] - shared["kv_cache_bytes"] == pytest.approx(31 * 4000 * 131072, rel=1e-12)
+    assert shared["max_batch"] > own["max_batch"]
+
+
+# -- every mode keeps the operating point consistent -------------------------------------------------------------
+MODES = {
+    "aggregated": {},
+    "disaggregated": dict(mode="disaggregated", prefill_workers=[1, 2], decode_workers=[1, 3]),
+    "mtp": dict(speculative=[speculation(**MTP)]),
+    "prefix": dict(prefix_hit_rate=0.6),
+    "all": dict(mode="disaggregated", speculative=[speculation(**MTP)], prefix_hit_rate=0.6),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_littles_law_in_every_mode(mode):
+    rows = estimate_rows(
+        "default",
+        gpu="h200-sxm",
+        model=R1,
+        precision="fp8",
+        tp=8,
+        ep=8,
+        input_tokens=[1024, 8192],
+        output_tokens=1024,
+        batch=[1, 16, 256],
+        **MODES[mode],
+    )
+    for r in rows:
+        assert r["requests_per_s_per_replica"] * r["request_latency_s"] == pytest.approx(r["batch"], rel=1e-9)
+        assert r["output_tokens_per_s"] == pytest.approx(r["requests_per_s_per_replica"] * 1024, rel=1e-9)
+        assert r["decode_tokens_per_s_per_seq"] * r["batch"] == pytest.approx(r["output_tokens_per_s"], rel=1e-9)
+        assert r["request_latency_s"] == pytest.approx(r["ttft_s"] + 1023 * r["tpot_s"], rel=1e-9)
+        assert r["ttft_s"] <= r["ttft_p90_s"] * (1 + 1e-9) or r["ttft_p90_s"] >= r["prefill_s"]
+
+
+def test_littles_law_open_loop_in_every_mode():
+    from llmsweep.catalog import load_catalog
+
+    cat = load_catalog()
+    frame = estimate_frame_at_batch(cat)
+    for disagg, rate in ((False, 0.5), (True, 0.5)):
+        part = frame.filter(pl.col("mode") == ("disaggregated" if disagg else "aggregated"))
+        loop = disaggregated.open_loop if disagg else load.open_loop
+        out = loop(part.lazy(), pl.lit(rate)).collect()
+        assert out.height and not out["saturated"].any()
+        for r in out.iter_rows(named=True):
+            assert r["concurrency"] == pytest.approx(rate * r["request_latency_s"], rel=1e-12)
+            assert r["output_tokens_per_s"] == pytest.approx(rate * 512, rel=1e-12)
+            assert r["request_latency_s"] == pytest.approx(r["ttft_s"] + 511 * r["tpot_s"], rel=1e-9)
+
+
+def estimate_frame_at_batch(cat) -> pl.DataFrame:
+    from llmsweep.grid import Axes, grid_parts
+
+    axes = Axes(
+        gpu=["h200-sxm"],
+        model=[R1],
+        precision=["fp8"],
+        tp=[8],
+        ep=[8],
+        input_tokens=[1024],
+        output_tokens=[512],
+        mode=["aggregated", "disaggregated"],
+        speculative=[speculation(), speculation(**MTP)],
+    )
+    return grid_parts(cat, axes, cat.profile("default")).estimate().collect()
