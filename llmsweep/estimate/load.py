@@ -431,18 +431,24 @@ def _open_decode(lf: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def max_rate(
-    frame: pl.DataFrame, accept: Callable[[pl.LazyFrame], pl.Expr] | None = None, iterations: int = 40
+    frame: pl.DataFrame,
+    accept: Callable[[pl.LazyFrame], pl.Expr] | None = None,
+    iterations: int = 40,
+    loop: Callable[[pl.LazyFrame, pl.Expr], pl.LazyFrame] | None = None,
+    servers: pl.Series | None = None,
 ) -> pl.Series:
     """Per row, the largest rate lambda at which open_loop is not saturated and `accept` (an
     expression on open_loop's columns, e.g. an SLO check) holds: the replica's capacity. A bisection
-    on all rows at once between 0 and 1 / p (the prefill queue alone saturates there); TTFT, TPOT
-    and saturation rise with lambda, so the accepted rates form an interval from 0."""
+    on all rows at once between 0 and servers / p (the prefill queue alone saturates there; servers =
+    1 here, a disaggregated replica's prefill workers with `loop` = disaggregated.open_loop); TTFT,
+    TPOT and saturation rise with lambda, so the accepted rates form an interval from 0."""
+    loop = open_loop if loop is None else loop
     p = frame.lazy().select(first_token_s()).collect().to_series()
     lo = pl.Series("lo", [0.0] * frame.height)
-    hi = (1 / p).fill_nan(None).fill_null(0.0).alias("hi")
+    hi = ((1 if servers is None else servers) / p).fill_nan(None).fill_null(0.0).alias("hi")
     for _ in range(iterations):
         mid = (lo + hi) / 2
-        trial = open_loop(frame.lazy(), pl.lit(mid))
+        trial = loop(frame.lazy(), pl.lit(mid))
         ok = ~pl.col("saturated")
         if accept is not None:
             ok = ok & accept(trial).fill_null(False)
