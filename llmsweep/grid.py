@@ -389,7 +389,7 @@ class GridParts:
         parts = [(False, decode)] if self.aggregated else []
         if self.prefill_layouts is not None and self.workers is not None:
             prefill = add_length_estimates(add_layout_estimates(self.prefill_layouts).join(self.lengths, **_CROSS))
-            parts.append((True, disaggregated.pair(decode, prefill, self.workers, PAIR_KEYS)))
+            parts.append((True, disaggregated.pair(decode, prefill, PAIR_KEYS, self.workers)))
         return parts
 
     def _estimate(self, layouts: pl.LazyFrame) -> pl.LazyFrame:
@@ -425,7 +425,8 @@ def _matches(axis: str, values: Sequence) -> pl.Expr:
         return (hit | pl.col("batch_is_max")) if MAX in values else hit
     if axis == "context":
         return (pl.col("input_tokens") + pl.col("output_tokens")).is_in(list(values))
-    return pl.col(axis).is_in(list(values))
+    # a pool axis (prefill_workers, ...) is null in an aggregated row, which no rule on it matches
+    return pl.col(axis).is_in(list(values)).fill_null(False)
 
 
 def grid_parts(

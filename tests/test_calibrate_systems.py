@@ -267,11 +267,13 @@ def test_inferencex_rows_are_compared_at_the_mean_lengths(catalog):
     """tests/data/calibration/inferencex-sample.csv: rows of shared/reference/measured-serving-dev.csv
     (InferenceX, DeepSeek-R1-0528 on B300). Their notes say "ISL/OSL are uniform in [0.8L, L] around
     nominal 1024/1024": the mean is (0.8 + 1) / 2 x 1,024 = 921.6, compared at 922 tokens; 8,192 x 0.9
-    = 7,372.8 -> 7,373. Disaggregated and MTP rows are listed: the estimator models neither."""
+    = 7,372.8 -> 7,373. A disaggregated row with its pool sizes and an MTP row are compared too."""
     read = cal.read_file(FIXTURES / "inferencex-sample.csv", catalog)
     assert read.notes == []  # mode, speculative and the pool columns are known
     lengths = {m.id: (m.input_tokens, m.output_tokens) for m in read.measurements}
     assert lengths == {
+        "S00001": (922, 922),
+        "S00184": (7373, 922),
         "S00136": (922, 922),
         "S00137": (922, 922),
         "S00138": (922, 922),
@@ -284,12 +286,11 @@ def test_inferencex_rows_are_compared_at_the_mean_lengths(catalog):
         "lengths uniform in [0.8 L, L] (notes): compared at their means 7373 / 922 tokens "
         "(0.9 x the nominal 8192 / 1024)"
     )
-    assert {s["id"]: s["reason"] for s in read.skipped} == {
-        "S00001": "mode 'disagg': only aggregated serving (prefill and decode on the same GPUs) is estimated",
-        "S00184": "speculative 'mtp': speculative decoding is not estimated",
-    }
+    assert read.skipped == []
+    assert by_id["S00001"].disaggregated and by_id["S00001"].prefill_workers is not None
+    assert by_id["S00184"].draft_tokens == 1  # MTP, one drafted token assumed (the source states none)
     frame = cal.compare(read.measurements, "default", catalog)
-    assert frame["estimated"].is_not_null().all() and frame["replicas"].to_list() == [1] * 6
+    assert frame["estimated"].is_not_null().all() and frame["replicas"].to_list() == [1] * 8
 
 
 def test_lengths_stated_as_means(tmp_path, catalog):

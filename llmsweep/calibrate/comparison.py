@@ -11,12 +11,24 @@ from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, noting_repl
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, SCHEMA
-from llmsweep.estimate import add_estimates, load
+from llmsweep.estimate import load, modes
 from llmsweep.grid import MAX, aggregated_defaults, gpu_table, kv_table, model_table, precision_table
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The configuration of a measurement: measurements that share it share one estimator row.
-KEY = (*OPTION_KEYS, "batch", "batch_is_max", "request_rate", "ttft_limit_s", "tpot_limit_s")
+# The serving mode of a configuration (measurement.py: Measurement's fields; null = aggregated).
+SERVING_KEYS = (
+    "mode",
+    "prefill_workers",
+    "decode_workers",
+    "prefill_tp",
+    "prefill_pp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "speculative",
+    "draft_tokens",
+)
+KEY = (*OPTION_KEYS, *SERVING_KEYS, "batch", "batch_is_max", "request_rate", "ttft_limit_s", "tpot_limit_s")
 _FLOATS = ("request_rate", "ttft_limit_s", "tpot_limit_s")  # KEY columns that are not grid columns
 _LEFT = {"how": "left", "maintain_order": "left"}
 # Compared quantities that are not frame columns.
@@ -28,6 +40,16 @@ def _layout(ms: Sequence[Measurement]) -> dict[str, list]:
     return {k: [getattr(m, k) for m in ms] for k in OPTION_KEYS}
 
 
+def _serving(ms: Sequence[Measurement]) -> dict[str, list]:
+    """Each measurement's serving mode, in the grid's spelling (SERVING_KEYS)."""
+    return {
+        "mode": ["disaggregated" if m.disaggregated else "aggregated" for m in ms],
+        **{k: [getattr(m, k) for m in ms] for k in SERVING_KEYS[1:7]},
+        "speculative": ["mtp" if m.draft_tokens else "none" for m in ms],
+        "draft_tokens": [m.draft_tokens for m in ms],
+    }
+
+
 def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
     """One row per measurement: the configuration of one of its replicas (the grid's identity
     columns, `max` as batch_is_max, the replica's share of the concurrency or of the offered rate),
@@ -37,6 +59,7 @@ def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
     return pl.DataFrame(
         {
             **_layout(ms),
+            **_serving(ms),
             "batch": [1 if m.batch == MAX else int(m.replica_batch) for m in ms],
             "batch_is_max": [m.batch == MAX for m in ms],
             # an open-loop measurement's offered rate per replica (null: closed loop at `batch`)
@@ -96,10 +119,14 @@ def choose_layouts(measurements: Sequence[Measurement], profile: Profile, catalo
     configs = configuration_frame(rows, catalog, profile)
     index = configs.select(KEY).with_row_index("config")
     rows = rows.join(index, on=list(KEY), nulls_equal=True, **_LEFT)
-    runs = add_estimates(configs.lazy()).select(
-        "fits",
-        layout_ok=pl.col("layout_reason").is_null(),
-        per_gpu=pl.col("output_tokens_per_s_per_gpu").fill_null(0.0),
+    runs = (
+        modes.add_estimates(configs)
+        .lazy()
+        .select(
+            "fits",
+            layout_ok=pl.col("layout_reason").is_null(),
+            per_gpu=pl.col("output_tokens_per_s_per_gpu").fill_null(0.0),
+        )
     )
     found = runs.collect()[rows["config"]]
     options: dict[int, list[tuple[Measurement, bool, bool, float]]] = {}
@@ -217,7 +244,7 @@ class Evaluator:
         ]
         columns = self.rows["column"].unique().sort().to_list()
         derived = {k: v for k, v in DERIVED.items() if k in columns}
-        estimates = add_estimates(self.configs.lazy().with_columns(swap))
+        estimates = modes.add_estimates(self.configs.with_columns(swap)).lazy()
         if self.configs["request_rate"].is_not_null().any():  # open-loop rows: the point at their rate
             estimates = _at_rates(estimates, columns)
         if self.configs.select(pl.any_horizontal(pl.col("ttft_limit_s", "tpot_limit_s").is_not_null()).any()).item():

@@ -158,6 +158,14 @@ class Measurement:
     layout_chosen: bool = False  # num_gpus without tp: llmsweep picks tp (comparison.choose_layouts)
     mode: str = ""  # serving mode as stated (agg, disagg; "" = not stated, aggregated)
     speculative: str = ""  # speculative decoding as stated ("" = none)
+    # disaggregated: worker counts and the prefill worker's layout (tp, pp, dp_attention, ep, moe_tp
+    # above are then the decode worker's); None = aggregated
+    prefill_workers: int | None = None
+    decode_workers: int | None = None
+    prefill_tp: int | None = None
+    prefill_pp: int | None = None
+    prefill_dp_attention: int | None = None
+    prefill_ep: int | None = None
     scenario: str = ""  # MLPerf-style scenario (SCENARIOS; "" = none)
     ttft_limit_s: float | None = None  # server/interactive: the p99 TTFT limit
     tpot_limit_s: float | None = None  # server/interactive: the p99 TPOT limit (checked on the mean TPOT)
@@ -169,12 +177,38 @@ class Measurement:
 
     @property
     def fittable(self) -> bool:
-        """Rows that can inform speed parameters: a stated batch, a speed metric."""
-        return self.batch != MAX and GROUPS.get(self.metric) in ("decode", "prefill", "throughput")
+        """Rows that can inform speed parameters: a stated batch, a speed metric, aggregated serving
+        without speculation (rows of the other serving modes are compared, and fit only their own
+        parameters: fitting.fit_serving)."""
+        speed = self.batch != MAX and GROUPS.get(self.metric) in ("decode", "prefill", "throughput")
+        return speed and not self.serving_mode
+
+    @property
+    def serving_mode(self) -> bool:
+        """Disaggregated or speculative: a serving mode beyond one aggregated replica."""
+        return self.disaggregated or self.draft_tokens > 0
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.mode.lower() in DISAGGREGATED_SPELLINGS
+
+    @property
+    def worker_gpus(self) -> int:
+        """GPUs of one (decode) worker: tp x pp x dp_attention."""
+        return self.tp * self.pp * self.dp_attention
 
     @property
     def replica_gpus(self) -> int:
-        return self.tp * self.pp * self.dp_attention
+        """GPUs of one replica: the worker's, or every worker of both pools when disaggregated."""
+        if not self.disaggregated or self.prefill_workers is None or self.decode_workers is None:
+            return self.worker_gpus
+        prefill = (self.prefill_tp or 1) * (self.prefill_pp or 1) * (self.prefill_dp_attention or 1)
+        return self.prefill_workers * prefill + self.decode_workers * self.worker_gpus
+
+    @property
+    def draft_tokens(self) -> int:
+        """Tokens drafted per step: MTP_DRAFT_TOKENS for an MTP row (the sources state none), else 0."""
+        return MTP_DRAFT_TOKENS if self.speculative.lower() == "mtp" else 0
 
     @property
     def replicas(self) -> int:
@@ -198,6 +232,9 @@ class Measurement:
         C / ceil(C / r) (each of the C users at the replica's per-user rate; = r when r divides C)
         or r (at `max` or an offered rate); per GPU that over r; max_batch x r; else 1."""
         r = self.replicas
+        if self.column in PER_GPU_COLUMNS and self.disaggregated and self.decode_workers:
+            # per decode GPU, as InferenceX states disaggregated throughput: all GPUs over the decode pool's
+            return self.replica_gpus / (self.decode_workers * self.worker_gpus)
         if r == 1 or self.column not in (*SYSTEM_COLUMNS, *PER_GPU_COLUMNS):
             return 1.0
         closed = self.batch != MAX and not self.open_loop and self.column != "max_batch"
@@ -216,6 +253,13 @@ class Measurement:
         """The measured value in its unit (`unit`), as the file gives it."""
         return self.value if self.value is not None else self.measured / self.si_factor
 
+
+DISAGGREGATED_SPELLINGS = ("disagg", "disaggregated")
+# Drafted tokens per step assumed for an MTP row (its source states none): one, DeepSeek-V3's own
+# MTP depth (one module, one extra token: DeepSeek-V3 report §2.2) and SGLang's and TensorRT-LLM's
+# smallest setting; the acceptance is the profile's mtp_acceptance (random-token benchmark prompts
+# accept fewer drafts than text).
+MTP_DRAFT_TOKENS = 1
 
 LAYOUT_INCONSISTENT = (
     "layout: moe_tp x ep must equal tp x dp_attention (the experts of a stage span its tp x dp_attention GPUs)"
@@ -255,11 +299,13 @@ def not_estimable(m: Measurement) -> str | None:
     are estimated and keep the estimator's reason.)"""
     if not m.column:
         return NOT_ESTIMATED.get((m.metric, m.unit), f"metric {m.metric!r} is not estimated")
-    if m.mode.lower() not in ("", "agg", "aggregated"):
-        return f"mode {m.mode!r}: only aggregated serving (prefill and decode on the same GPUs) is estimated"
-    if m.speculative.lower() not in ("", "none", "no", "off"):
-        return f"speculative {m.speculative!r}: speculative decoding is not estimated"
-    per_replica = m.pp * m.dp_attention * (1 if m.layout_chosen else m.tp)
+    if m.mode.lower() not in ("", "agg", "aggregated", *DISAGGREGATED_SPELLINGS):
+        return f"mode {m.mode!r}: serving modes estimated are agg (aggregated) and disagg (disaggregated)"
+    if m.disaggregated and (m.prefill_workers is None or m.decode_workers is None):
+        return "disaggregated, with no pool sizes (prefill_workers, decode_workers): the replica cannot be built"
+    if m.speculative.lower() not in ("", "none", "no", "off", "mtp"):
+        return f"speculative {m.speculative!r}: speculative decoding is estimated for mtp rows only"
+    per_replica = m.replica_gpus if m.disaggregated else m.pp * m.dp_attention * (1 if m.layout_chosen else m.tp)
     if m.num_gpus is not None and m.num_gpus % per_replica:
         layout = "pp x dp_attention" if m.layout_chosen else "tp x pp x dp_attention"
         return (

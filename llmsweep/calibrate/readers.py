@@ -13,6 +13,7 @@ from pathlib import Path
 
 from llmsweep.calibrate.measurement import (
     ASSUMED_TOKENS,
+    DISAGGREGATED_SPELLINGS,
     KNOWN,
     LIMITED,
     MEDIAN_NOTE,
@@ -212,6 +213,35 @@ def _scenario(row: dict, metric: str, batch: int | str, notes: list[str]) -> tup
     return scenario, ttft, tpot
 
 
+def _pools(row: dict, notes: list[str]) -> dict:
+    """A disaggregated row's pools (mode disagg with prefill_workers and decode_workers given): the
+    decode worker's layout as the row's tp, pp, dp_attention, ep and moe_tp, the prefill worker's as
+    prefill_*, and the worker counts; {} for any other row (blank pool sizes: not_estimable says so)."""
+    if _text(row, "mode").lower() not in DISAGGREGATED_SPELLINGS or not _text(row, "prefill_workers"):
+        return {}
+    if not _text(row, "decode_workers"):
+        return {}
+
+    def size(key: str, default: int = 1, minimum: int = 1) -> int:
+        return max(_int(row, key, default, minimum=minimum, maximum=MAX_GPUS), 1)
+
+    out = {
+        "prefill_workers": size("prefill_workers"),
+        "decode_workers": size("decode_workers"),
+        "prefill_tp": size("prefill_tp"),
+        "prefill_pp": size("prefill_pp"),
+        "prefill_dp_attention": size("prefill_dp_attention"),
+        "prefill_ep": size("prefill_ep", minimum=0),
+        "tp": size("decode_tp"),
+        "pp": size("decode_pp"),
+        "dp_attention": size("decode_dp_attention"),
+        "ep": size("decode_ep", minimum=0),
+        "moe_tp": size("decode_moe_tp", minimum=0),
+    }
+    notes.append(f"disaggregated {out['prefill_workers']}P{out['decode_workers']}D (prefill workers, decode workers)")
+    return out
+
+
 def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     metric, unit = _text(row, "metric"), _text(row, "unit")
     if (metric, unit) in METRICS:
@@ -247,6 +277,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         raise RowError(f"value {_text(row, 'value')!r} is too large")
     num_gpus = _int(row, "num_gpus", minimum=1, maximum=MAX_GPUS) if _text(row, "num_gpus") else None
     scenario, ttft_limit, tpot_limit = _scenario(row, metric, batch, notes)
+    pools = _pools(row, notes)
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
@@ -254,8 +285,8 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         model=names("model", model),
         precision=names("precision", precision),
         kv_precision=kv,
-        tp=_int(row, "tp", 1, minimum=1, maximum=MAX_GPUS),
-        pp=_int(row, "pp", 1, minimum=1, maximum=MAX_GPUS),
+        **(pools or {"tp": _int(row, "tp", 1, minimum=1, maximum=MAX_GPUS)}),
+        **({} if pools else {"pp": _int(row, "pp", 1, minimum=1, maximum=MAX_GPUS)}),
         batch=batch,
         input_tokens=lengths[0],
         output_tokens=lengths[1],
@@ -265,10 +296,16 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         assumptions="; ".join(notes),
         engine=engine_from_framework(_text(row, "framework")),
         request_rate=_rate(row, "request_rate"),
-        dp_attention=_int(row, "dp_attention", 1, minimum=1, maximum=MAX_GPUS),
-        # 0 = not used (dense models in some sources): the same as 1
-        ep=max(_int(row, "ep", 1, minimum=0, maximum=MAX_GPUS), 1),
-        moe_tp=max(_int(row, "moe_tp", 1, minimum=0, maximum=MAX_GPUS), 1),
+        **(
+            {}
+            if pools
+            else {
+                "dp_attention": _int(row, "dp_attention", 1, minimum=1, maximum=MAX_GPUS),
+                # 0 = not used (dense models in some sources): the same as 1
+                "ep": max(_int(row, "ep", 1, minimum=0, maximum=MAX_GPUS), 1),
+                "moe_tp": max(_int(row, "moe_tp", 1, minimum=0, maximum=MAX_GPUS), 1),
+            }
+        ),
         unit=unit,
         value=value,
         num_gpus=num_gpus,

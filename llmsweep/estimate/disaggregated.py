@@ -6,7 +6,9 @@ worker's layout is prefill_tp, prefill_pp, prefill_ep and prefill_dp_attention o
 its terms joined as prefill_* columns (`pair`). A request:
 
 1. waits for a prefill worker and is prefilled alone there, in p = prefill_first_token_s (the
-   prefill worker's compute-bound prefill; no decode rides in its iterations);
+   prefill worker's compute-bound prefill; no decode rides in its iterations); a worker with
+   attention data parallelism prefills one prompt per attention group at a time, so the pool
+   serves x = prefill_workers x prefill_dp_attention prompts at once (prefill_servers);
 2. has its prompt's KV cache moved to a decode worker: tau = kv_transfer_s, the prompt's KV bytes
    over the link between the pools (NVLink when both pools sit in one scale-up domain, else the
    NICs; each of the prefill worker's KV shards sends over its own GPU's link);
@@ -98,19 +100,23 @@ def prefill_worker_memory() -> pl.Expr:
     return c.weight_bytes + c.overhead_bytes + kv + chunk + c.logits_bytes_per_sequence
 
 
-def pair(decode: pl.LazyFrame, prefill: pl.LazyFrame, workers: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def pair(
+    decode: pl.LazyFrame, prefill: pl.LazyFrame, keys: list[str], workers: pl.LazyFrame | None = None
+) -> pl.LazyFrame:
     """Disaggregated rows: every decode option (layout x lengths, estimated up to the length terms)
     with every prefill option of the same GPU, engine, model, precision, lengths and serving
-    settings (`keys`), and every (prefill_workers, decode_workers) of `workers`. The decode option
-    keeps its own layout; the prefill option's terms replace the prompt's (PREFILL_TERMS)."""
+    settings (`keys`), and every (prefill_workers, decode_workers) of `workers` (None: the decode
+    rows carry their own). The decode option keeps its own layout; the prefill option's terms
+    replace the prompt's (PREFILL_TERMS)."""
     side = prefill.with_columns(_prefill_memory=prefill_worker_memory()).select(
         *keys, *(pl.col(k).alias(v) for k, v in PREFILL_TERMS.items())
     )
-    frame = (
-        decode.drop(*PREFILL_TERMS.values(), "prefill_workers", "decode_workers", strict=False)
-        .join(side, on=keys, how="inner", maintain_order="left_right")
-        .join(workers, how="cross", maintain_order="left_right")
+    own = () if workers is None else ("prefill_workers", "decode_workers")
+    frame = decode.drop(*PREFILL_TERMS.values(), *own, strict=False).join(
+        side, on=keys, how="inner", maintain_order="left_right"
     )
+    if workers is not None:
+        frame = frame.join(workers, how="cross", maintain_order="left_right")
     return (
         frame.with_columns(
             mode=text(DISAGGREGATED),
@@ -129,6 +135,13 @@ def pair(decode: pl.LazyFrame, prefill: pl.LazyFrame, workers: pl.LazyFrame, key
             layout_reason=pool_reason(),
         )
     )
+
+
+def prefill_side(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Rows whose prefill_tp, prefill_pp, prefill_ep and prefill_dp_attention give their prefill
+    worker's layout, as that worker's own configuration (no speculative decoding: it only prefills)."""
+    layout = {n: pl.col(f"prefill_{n}") for n in ("tp", "pp", "ep", "dp_attention")}
+    return rows.with_columns(**layout, speculative=text("none"), draft_tokens=pl.lit(0, pl.Int64))
 
 
 def kv_link() -> pl.Expr:
@@ -172,6 +185,13 @@ def prefill_fits() -> pl.Expr:
     return c.prefill_memory_per_gpu_bytes <= c.prefill_usable_memory_bytes
 
 
+def prefill_servers() -> pl.Expr:
+    """x: prompts the prefill pool works on at once: prefill_workers x prefill_dp_attention (each
+    attention data-parallel group of a worker prefills its own prompt; the experts they share are
+    spread over all the worker's GPUs, so with every group busy each prompt takes p)."""
+    return (c.prefill_workers * c.prefill_dp_attention).cast(pl.Float64)
+
+
 def _roofs(b: pl.Expr) -> list[tuple[pl.Expr, pl.Expr]]:
     """The decode step's two roofline pieces t_d = A + B b per worker (the closed loop's step
     coefficients), the weights read taken at b sequences."""
@@ -191,7 +211,7 @@ def closed_loop(frame: pl.LazyFrame) -> pl.LazyFrame:
     """The operating point at concurrency C = `batch` (module docstring): adds the columns that
     load.closed_loop adds, and prefill_utilization."""
     conc = c.batch.cast(pl.Float64)
-    x, y = c.prefill_workers.cast(pl.Float64), c.decode_workers.cast(pl.Float64)
+    x, y = prefill_servers(), c.decode_workers.cast(pl.Float64)
     slots = load.admission_slots() * y
     n = pl.min_horizontal(conc, slots)
     p, k1 = c.first_token_s, 1 + c.decode_steps
@@ -267,7 +287,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     """The operating point at lambda = `rate` requests/s per replica (module docstring): adds the
     columns load.open_loop adds, and prefill_utilization."""
     lam = rate.cast(pl.Float64)
-    x, y = c.prefill_workers.cast(pl.Float64), c.decode_workers.cast(pl.Float64)
+    x, y = prefill_servers(), c.decode_workers.cast(pl.Float64)
     p, k1 = c.first_token_s, 1 + c.decode_steps
     lf = frame.with_columns(_lam=lam, _rho=lam * p / x, _bw=pl.lit(1.0))
     lam, rho = pl.col("_lam"), pl.col("_rho")

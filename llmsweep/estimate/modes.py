@@ -10,7 +10,7 @@ from collections.abc import Callable
 import polars as pl
 
 from llmsweep.columns import c
-from llmsweep.estimate import disaggregated, load
+from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated, load
 
 _ROW = "_mode_row"
 
@@ -33,6 +33,23 @@ def apply(frame: pl.DataFrame, fn: Callable[[pl.LazyFrame, bool], pl.LazyFrame])
     return pl.concat(parts, how="diagonal_relaxed").sort(_ROW).drop(_ROW)
 
 
+def add_estimates(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every estimate column for configurations of either mode, one row each (calibrate's): a
+    disaggregated row names its worker counts and its prefill worker's layout (prefill_tp, ...)
+    beside the decode worker's (tp, ...)."""
+
+    def one_mode(rows: pl.LazyFrame, disagg: bool) -> pl.LazyFrame:
+        if not disagg:
+            return add_batch_estimates(add_length_estimates(add_layout_estimates(rows)))
+        rows = rows.with_row_index("_pair")
+        decode = add_length_estimates(add_layout_estimates(rows))
+        prefill = add_length_estimates(add_layout_estimates(disaggregated.prefill_side(rows)))
+        paired = disaggregated.pair(decode, prefill, ["_pair"])
+        return add_batch_estimates(paired, disaggregated=True).drop("_pair")
+
+    return apply(frame, one_mode)
+
+
 def open_loop(frame: pl.LazyFrame, rate: pl.Expr, disaggregated_rows: bool) -> pl.LazyFrame:
     """The operating point at `rate` requests/s per replica, in the rows' mode."""
     return (disaggregated.open_loop if disaggregated_rows else load.open_loop)(frame, rate)
@@ -47,7 +64,7 @@ def max_rate(
 
     def one_mode(rows: pl.LazyFrame, disagg: bool) -> pl.LazyFrame:
         part = rows.collect()
-        servers = part["prefill_workers"].cast(pl.Float64) if disagg else None
+        servers = part.select(disaggregated.prefill_servers()).to_series() if disagg else None
         loop = disaggregated.open_loop if disagg else load.open_loop
         cap = load.max_rate(part, accept, iterations, loop=loop, servers=servers)
         return part.with_columns(cap).lazy()
