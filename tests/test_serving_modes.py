@@ -27,9 +27,14 @@ def toy_disaggregated(**over) -> pl.DataFrame:
     """test_load.toy's replica as the decode worker (t_d(b) = 10 ms + 0.5 ms x b, k = 100 steps after
     the first token), one prefill worker of p = 100 ms, two decode workers, a KV transfer of
     tau = 11.5 ms, 8 GPUs per worker."""
-    pools = {"prefill_workers": 1, "decode_workers": 2, "kv_transfer_s": 0.0115, "prefill_dp_attention": 1} | {
-        k: over.pop(k) for k in ("prefill_workers", "decode_workers", "kv_transfer_s") if k in over
-    }
+    given = {k: over.pop(k) for k in ("prefill_workers", "decode_workers", "kv_transfer_s") if k in over}
+    pools = {
+        "prefill_workers": 1,
+        "decode_workers": 2,
+        "kv_transfer_s": 0.0115,
+        "prefill_dp_attention": 1,
+        "handoff_overhead_s": 0.0,
+    } | given
     return toy(**over).with_columns(
         **{k: pl.lit(v) for k, v in pools.items()},
         prefill_pool_gpus=pl.lit(8) * pools["prefill_workers"],

@@ -18,6 +18,7 @@ import polars as pl
 from llmsweep.calibrate.bands import bands
 from llmsweep.calibrate.comparison import Evaluator, comparison_frame
 from llmsweep.calibrate.measurement import Measurement, source_key
+from llmsweep.calibrate.serving import fit_serving
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.profiles import Efficiency, EngineOverrides
 
@@ -28,6 +29,9 @@ BOUNDS = {
     "layer_overhead_s": (0.0, 0.0001),
     "moe_layer_overhead_s": (0.0, 0.0005),
     "request_overhead_s": (0.0, 0.5),
+    # the serving modes' (calibrate/serving.py)
+    "mtp_acceptance": (0.05, 0.95),
+    "handoff_overhead_s": (0.0, 2.0),
 }
 # A weak prior keeps the fit near the literature values unless the data clearly disagree: the penalty
 # is PRIOR_WEIGHT x (squared log change of each efficiency + squared overhead change in units of SCALE).
@@ -37,6 +41,7 @@ SCALE = {
     "layer_overhead_s": 0.00002,
     "moe_layer_overhead_s": 0.00005,
     "request_overhead_s": 0.01,
+    "handoff_overhead_s": 0.05,
 }
 MIN_FAMILY_ROWS = 8  # a GPU family gets its own efficiencies when it has this many fittable rows
 
@@ -151,6 +156,8 @@ STEPS = {
     "layer_overhead_s": 0.00001,
     "moe_layer_overhead_s": 0.00002,
     "request_overhead_s": 0.02,
+    "mtp_acceptance": 0.1,
+    "handoff_overhead_s": 0.1,
 }
 
 
@@ -164,9 +171,10 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
     engine's. Priors pull towards `start`; the search starts from `init` when given (a warm start:
     the cross-validation folds start from the fit on every row, which changes where the search
     begins, not what it minimises)."""
+    serving = [i for i in rows if ev.measurements[i].serving_mode]
     rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
-        return start
+        return fit_serving(ev, start, serving, init)
     train = ev.subset(rows)  # each candidate is evaluated on the fitted rows only, all in one pass
     origin = init or start
 
@@ -192,26 +200,36 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
         x0 = [getattr((init or profile).for_family(fam), n) for n in FAMILY_PARAMS]
         x = _nelder_mead(fam_loss, x0, _steps(FAMILY_PARAMS, init is not None), iterations=150)
         profile = _with(profile, {}, {fam: {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}})
-    return fit_engines(train, profile, init)
+    # then what only the serving modes use, on their own rows, everything else held
+    return fit_serving(ev, fit_engines(train, profile, init), serving, init)
 
 
 def _shrunk_fit(
-    ev: Evaluator, profile: Profile, engine: str, family: str, names: tuple[str, ...], init: Profile | None = None
+    ev: Evaluator,
+    profile: Profile,
+    engine: str,
+    family: str,
+    names: tuple[str, ...],
+    init: Profile | None = None,
+    shared: bool = False,
 ) -> Profile:
-    """Fit `names` for `engine` (its defaults when family is "", else engine x family) on the rows
-    of `ev`, with a prior towards the values in force before, worth PRIOR_ROWS rows (the search
-    starts from `init`'s values when given)."""
-    start = profile.for_family(family, engine)
+    """Fit `names` for `engine` (its defaults when family is "", else engine x family; with `shared`
+    the profile's defaults, for every engine) on the rows of `ev`, with a prior towards the values
+    in force before, worth PRIOR_ROWS rows (the search starts from `init`'s values when given)."""
+    start = profile.defaults if shared else profile.for_family(family, engine)
     weight = PRIOR_ROWS / max(len(ev.measurements), 1)
+
+    def place(params: dict[str, float]) -> Profile:
+        return _with(profile, params, {}) if shared else _with(profile, {}, {family: params}, engine=engine)
 
     def loss(x: list[float]) -> float:
         params = {n: _clip(n, v) for n, v in zip(names, x, strict=True)}
-        candidate = _with(profile, {}, {family: params}, engine=engine)
-        return _loss(ev, ev.estimate_series(candidate)) + weight * _prior(start, params)
+        return _loss(ev, ev.estimate_series(place(params))) + weight * _prior(start, params)
 
-    x0 = [getattr((init or profile).for_family(family, engine), n) for n in names]
+    origin = init or profile
+    x0 = [getattr(origin.defaults if shared else origin.for_family(family, engine), n) for n in names]
     x = _nelder_mead(loss, x0, _steps(names, init is not None), iterations=150)
-    return _with(profile, {}, {family: {n: _clip(n, v) for n, v in zip(names, x, strict=True)}}, engine=engine)
+    return place({n: _clip(n, v) for n, v in zip(names, x, strict=True)})
 
 
 def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:

@@ -19,6 +19,11 @@ NETWORK_LATENCY_S = 2.5e-5
 # KV transfer between pools reaches this share of the link's bandwidth: the Mooncake transfer
 # engine moves 87 GB/s over 8 x 200 Gb/s RoCE (0.87 of line rate; Qin et al., FAST 2025, §4).
 KV_TRANSFER_EFFICIENCY = 0.8
+# A disaggregated request's hand-off between the pools, beyond moving its KV cache: the router's
+# bootstrap of a prefill and a decode server, the prefill queue's dispatch, the transfer's setup and
+# the decode worker's admission. 50 ms is an assumption before any fit (single-request disaggregated
+# runs of SGLang and Dynamo in measured-serving-dev.csv show 0.1-0.2 s beyond the prefill).
+HANDOFF_OVERHEAD_S = 0.05
 # Per-token acceptance of a drafted token when the sweep states none. MTP: DeepSeek-V3's second-token
 # acceptance is 85-90 % (DeepSeek-V3 technical report, §5.4.3). EAGLE and draft models: 0.7, an
 # assumption inside the 0.6-0.8 the EAGLE papers (Li et al., 2024-2025) and Leviathan et al. (ICML 2023,
@@ -60,6 +65,7 @@ class Efficiency(BaseModel):
     max_running_requests: typed("running_requests") = lim("running_requests", 0)
     # Serving modes; defaulted so that older profile files keep working.
     kv_transfer_efficiency: typed("efficiency") = lim("efficiency", KV_TRANSFER_EFFICIENCY)
+    handoff_overhead_s: typed("overhead_s") = lim("overhead_s", HANDOFF_OVERHEAD_S)
     mtp_acceptance: typed("share") = lim("share", MTP_ACCEPTANCE)
     eagle_acceptance: typed("share") = lim("share", EAGLE_ACCEPTANCE)
     draft_acceptance: typed("share") = lim("share", DRAFT_ACCEPTANCE)

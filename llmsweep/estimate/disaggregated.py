@@ -15,7 +15,9 @@ its terms joined as prefill_* columns (`pair`). A request:
 3. decodes there: its first decode step returns the first token and k = (S_out - 1) / E more steps
    follow, each t_d(b) at the decode worker's batch b with no prefill interleaved.
 
-So TTFT = overhead + prefill wait + p + tau + t_d(b), TPOT = t_d(b) / E, R = TTFT + k t_d(b).
+So TTFT = overheads + prefill wait + p + tau + t_d(b), TPOT = t_d(b) / E, R = TTFT + k t_d(b); the
+overheads are request_overhead_s (as aggregated) and handoff_overhead_s (the hand-off between the
+pools beyond the KV transfer: router bootstrap, prefill dispatch, transfer setup; profile).
 
 Queueing. The prefill pool is x servers of deterministic service time p. In the closed loop (C
 clients) mean-value analysis with Schweitzer's approximation as for the aggregated mode, the x
@@ -215,7 +217,9 @@ def closed_loop(frame: pl.LazyFrame) -> pl.LazyFrame:
     slots = load.admission_slots() * y
     n = pl.min_horizontal(conc, slots)
     p, k1 = c.first_token_s, 1 + c.decode_steps
-    lf = frame.with_columns(_n=n, _a=(n - 1) * p / x, _e=c.request_overhead_s + c.kv_transfer_s + p * (x - 1) / x)
+    lf = frame.with_columns(
+        _n=n, _a=(n - 1) * p / x, _e=c.request_overhead_s + c.handoff_overhead_s + c.kv_transfer_s + p * (x - 1) / x
+    )
     n, a, e = pl.col("_n"), pl.col("_a"), pl.col("_e")
     roofs = _roofs(pl.max_horizontal(n / y, 1.0))
     c1 = [k1 * (ai + bi / y) for ai, bi in roofs]
@@ -246,7 +250,7 @@ def closed_loop(frame: pl.LazyFrame) -> pl.LazyFrame:
     lf = lf.with_columns(_wait=prefill_residence - p, _rho=n / r * p / x, _slot=r * (conc / n - 1))
     wait, rho, slot = pl.col("_wait"), pl.col("_rho"), pl.col("_slot")
     busy = _busy_share(rho, x)
-    first = c.request_overhead_s + c.kv_transfer_s + t_d + p
+    first = c.request_overhead_s + c.handoff_overhead_s + c.kv_transfer_s + t_d + p
     out = lf.with_columns(
         decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s) + c.decode_comm_s + c.decode_overhead_s,
         tpot_s=t_d / c.tokens_per_step,
@@ -305,7 +309,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     busy = _busy_share(rho, x)
     wait = busy * p / (2 * x * (1 - rho))
     t_d = d / k1
-    first = c.request_overhead_s + p + c.kv_transfer_s + t_d
+    first = c.request_overhead_s + c.handoff_overhead_s + p + c.kv_transfer_s + t_d
     latency = first + wait + d - t_d
     saturated = (~pl.col("_ok")) | (rho >= 1) | (lam * d / y > load.admission_slots())
     ok = ~saturated
