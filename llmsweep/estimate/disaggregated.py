@@ -59,7 +59,7 @@ NO_KV_LINK = (
     "the pools span servers and the GPU has no known scale-out network bandwidth to move the KV cache "
     "(scale_out_gbps_per_direction)"
 )
-_BISECTIONS = 48  # halvings of the bracket: 2^-48 of its width, far below any figure shown
+_BISECTIONS = 40  # halvings of the bracket: 2^-40 (1e-12) of its width, far below any figure shown
 # The prefill worker's terms a disaggregated row takes (prefill_ prefixed where the decode worker has its own).
 PREFILL_TERMS = {
     "prefill_s": "prefill_s",
