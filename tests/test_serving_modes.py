@@ -89,6 +89,17 @@ def test_decode_pool_at_8_sequences_per_worker_when_prefill_is_short():
     assert r["decode_batch"] == pytest.approx(8, rel=0.01)
 
 
+def test_a_decode_worker_never_runs_less_than_its_own_sequence():
+    # 2 clients on 4 decode workers: each request decodes alone on its worker, t_d(1) = 10.5 ms, and
+    # R = tau + p + 101 x 10.5 ms = 0.0115 + 0.1 + 1.0605 = 1.172 s (the two prompts rarely meet:
+    # a = 0.1, so the prefill residence is 0.1 R / (R - 0.1))
+    r = closed_disaggregated(toy_disaggregated(batch=2, decode_workers=4))
+    assert r["tpot_s"] == pytest.approx(0.0105, rel=1e-12)
+    big_r = solve_by_hand(2, 0.1, 1, 4, 0.0115, 100, 0.010, 0.0005)
+    assert r["request_latency_s"] == pytest.approx(big_r, rel=1e-9)
+    assert big_r == pytest.approx(0.0115 + 0.1 * big_r / (big_r - 0.1) + 1.0605, rel=1e-12)
+
+
 def test_kv_transfer_of_an_8k_deepseek_r1_prompt_over_a_50_gb_s_nic():
     # 1 prefill + 2 decode workers of 8 H200 (24 GPUs > the 8 of one NVLink domain: the NICs carry
     # the KV cache). DeepSeek-R1 caches a 512 + 64 latent per layer, 61 layers, 2 bytes (vLLM keeps
