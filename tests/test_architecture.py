@@ -294,3 +294,30 @@ def test_checkpoint_precision_read_from_quantization_fields():
     assert checkpoint_precision({}, {"quantization": {"quant_algo": "NVFP4"}})[0] == "nvfp4"
     assert checkpoint_precision({"torch_dtype": "bfloat16"})[0] == "bf16"
     assert checkpoint_precision({}) == (None, None)
+
+
+@needs_reference
+@pytest.mark.parametrize(
+    ("file", "layers"),
+    [
+        ("deepseek-ai--DeepSeek-R1_config.json", 1),  # num_nextn_predict_layers 1
+        ("deepseek-ai--DeepSeek-V3.2_config.json", 1),
+        ("zai-org--GLM-5_config.json", 1),
+        ("Qwen--Qwen3.5-397B-A17B_config.json", 1),  # text_config.mtp_num_hidden_layers 1
+        ("MiniMaxAI--MiniMax-M2.5_config.json", 3),  # use_mtp true, num_mtp_modules 3
+        ("moonshotai--Kimi-K2-Instruct_config.json", 0),  # num_nextn_predict_layers 0: none
+        ("Qwen--Qwen3-235B-A22B_config.json", 0),  # no MTP field at all
+    ],
+)
+def test_mtp_modules_read_from_the_reference_configs(file, layers):
+    _, a = load_config_file(REFERENCE / "model-configs" / file)
+    assert a.mtp_layers == layers
+
+
+def test_mtp_modules_in_the_catalog(catalog):
+    with_mtp = {m for m in catalog.models if catalog.model(m).architecture.mtp_layers}
+    # (Nemotron-3's reference file holds an Infinity, which config.json files cannot: the catalog's copy)
+    assert {"deepseek-ai/DeepSeek-R1", "zai-org/GLM-5", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"} <= with_mtp
+    assert "meta-llama/Llama-3.1-70B" not in with_mtp and "moonshotai/Kimi-K2-Instruct" not in with_mtp
+    # the MTP layer is not in the parameter count: DeepSeek-V3 is 671 B without its 14 B module
+    assert round(catalog.model("deepseek-ai/DeepSeek-R1").architecture.params_total / 1e9) == 671

@@ -9,6 +9,12 @@ Layers are sorted by what they keep per sequence (`_layer_kinds`): "full" attent
 every token; "window" layers (sliding window, or Llama 4's chunked attention) at most W tokens;
 "state" layers (Qwen3.5's Gated DeltaNet linear attention, Nemotron-H's Mamba2) a fixed-size
 recurrent state whatever the context; "none" layers (Nemotron-H's MoE / MLP blocks) nothing.
+
+A model's multi-token-prediction module (what `speculative: mtp` drafts with) is read from the
+field its config.json names it by (`mtp_layers`): `num_nextn_predict_layers` (DeepSeek-V3/R1/V3.2,
+GLM-5, Nemotron-3; Kimi K2 ships 0), `mtp_num_hidden_layers` (Qwen3.5) or `num_mtp_modules` with
+`use_mtp` (MiniMax-M2.5). Its weights are not in `params_total` (the estimator adds them as the
+draft's, estimate/speculative.py).
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ class Architecture:
     decode_attention_head_dim: float = 0.0
     shared_experts: int = 0
     dense_layers: int = 0  # layers with a dense MLP in an MoE model (first_k_dense_replace, interleaving)
+    mtp_layers: int = 0  # multi-token-prediction modules the checkpoint ships (0 = none; `_mtp_layers`)
 
     @property
     def is_mla(self) -> bool:
@@ -201,6 +208,22 @@ def _state_layer(cfg: dict, model_type: str, d: int, where: str) -> tuple[int, i
         dtype = str(cfg.get("mamba_ssm_dtype") or "float32")
     state = ssm * _DTYPE_BYTES.get(dtype, 4) + conv_ch * (kernel - 1) * 2
     return params, state
+
+
+# config.json fields that count a model's multi-token-prediction modules, by model family.
+_MTP_FIELDS = ("num_nextn_predict_layers", "mtp_num_hidden_layers")
+
+
+def _mtp_layers(cfg: dict, where: str) -> int:
+    """MTP modules of the checkpoint: num_nextn_predict_layers (DeepSeek-V3, GLM-5, Nemotron-3),
+    mtp_num_hidden_layers (Qwen3.5's text_config), num_mtp_modules when use_mtp (MiniMax-M2.5); 0
+    when the config names none (or says 0, as Kimi K2 does)."""
+    for key in _MTP_FIELDS:
+        if cfg.get(key):
+            return _count(cfg, key, where)
+    if cfg.get("use_mtp") is True:
+        return _count(cfg, "num_mtp_modules", where)
+    return 0
 
 
 def _count(cfg: dict, key: str, where: str) -> int:
@@ -434,6 +457,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         decode_attention_head_dim=decode_dim,
         shared_experts=shared,
         dense_layers=dense_layers,
+        mtp_layers=_mtp_layers(cfg, where),
     )
 
 
