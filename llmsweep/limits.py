@@ -52,6 +52,10 @@ of the bounds as literals (a test keeps them equal).
     horizon_years             0.1          100         years
     share                     0            1           fraction    burst_share (closed-loop waves)
     running_requests          0            1,000,000   requests    max_running_requests (0 = no limit)
+    workers                   1            1,024       workers     prefill / decode workers of a disaggregated replica
+    draft_tokens              1            16          tokens      speculative decoding: tokens drafted per step
+    acceptance                >0           1           fraction    speculative decoding: a drafted token's acceptance
+    hit_rate                  0            <1          fraction    prefix cache: share of prompt tokens cached
     config_width              1            1,048,576   elements    hidden, intermediate, head dims, ranks
     config_count              1            65,536                  layers, heads, experts
     config_vocab              1            100,000,000 tokens      vocab_size
@@ -159,6 +163,10 @@ RANGES: dict[str, Range] = {
     "expert_imbalance": Range(1, 4, "ratio"),
     "share": Range(0, 1, "fraction"),
     "running_requests": Range(0, 1_000_000, "requests", integer=True),
+    "workers": Range(1, 1024, "workers", integer=True),
+    "draft_tokens": Range(1, 16, "tokens", integer=True),
+    "acceptance": Range(0, 1, "fraction", low_open=True),
+    "hit_rate": Range(0, 1, "fraction", high_open=True),
     "config_width": Range(1, 2**20, "", integer=True),
     "config_count": Range(1, 65_536, "", integer=True),
     "config_vocab": Range(1, 100_000_000, "tokens", integer=True),

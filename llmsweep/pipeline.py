@@ -238,9 +238,11 @@ def run(
 
 def count_rows(sweep: Sweep) -> int:
     """Configurations after exclusions (and the context axis): what `run` estimates, counted without
-    estimating them."""
+    estimating them (disaggregated rows exist only estimated, as pairs of estimated options: a grid
+    with them is estimated lazily down to its count)."""
     parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
-    return parts.frame().select(pl.len()).collect().item()
+    frame = parts.estimate() if sweep.axes.disaggregated else parts.frame()
+    return frame.select(pl.len()).collect().item()
 
 
 def require_renderer(reports: Sequence[str]) -> None:

@@ -76,3 +76,223 @@ def test_directory_instead_of_file(tmp_path):
 
 def test_missing_file(tmp_path):
     check_rejected(["validate", str(tmp_path / "nope.yaml")], tmp_path / "none", "nope.yaml: (file): file not found")
+
+
+# -- serving modes (spec/serving.py): each problem with its line, key path and message ----------------------------
+def serving_sweep(tmp_path: Path, grid: str, rest: str = "", model: str = "deepseek-r1") -> Path:
+    """A sweep whose grid lines from line 5 on are `grid`, then `rest` (top-level keys)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ngrid:\n  gpu: [h200-sxm]\n  model: [{model}]\n{grid}\n{rest}")
+    return path
+
+
+R1_MTP = (
+    "mtp drafts with the model's own multi-token-prediction module, and meta-llama/Llama-3.1-70B has none (no "
+    "num_nextn_predict_layers in config.json); models with one: deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, "
+    "deepseek-ai/DeepSeek-V3.2, Qwen/Qwen3.5-27B, Qwen/Qwen3.5-122B-A10B, Qwen/Qwen3.5-397B-A17B, zai-org/GLM-5, "
+    "MiniMaxAI/MiniMax-M2.5, nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8. Use eagle or a draft model for it, or "
+    "exclude {model: meta-llama/Llama-3.1-70B, speculative: mtp}"
+)
+SERVING_ERRORS = {
+    "method-misspelled": (
+        "  speculative: [none, mpt]",
+        "",
+        "deepseek-r1",
+        "5: grid.speculative[1]: unknown method 'mpt'; did you mean 'mtp'? (none, mtp, eagle, draft)",
+    ),
+    "method-misspelled-in-mapping": (
+        "  speculative:\n    - none\n    - {method: eagel, draft_tokens: 2}",
+        "",
+        "deepseek-r1",
+        "7: grid.speculative[1].method: unknown method 'eagel'; did you mean 'eagle'? (none, mtp, eagle, draft)",
+    ),
+    "draft-as-a-name": (
+        "  speculative: draft",
+        "",
+        "deepseek-r1",
+        "5: grid.speculative: draft needs its draft model: write {method: draft, draft_model: <model id>}",
+    ),
+    "draft-without-model": (
+        "  speculative:\n    - {method: draft, draft_tokens: 4}",
+        "",
+        "llama-3.1-70b",
+        "6: grid.speculative[0]: method draft needs draft_model: the smaller model that drafts "
+        "(e.g. llama-3.1-8b for llama-3.1-70b)",
+    ),
+    "draft-model-for-mtp": (
+        "  speculative:\n    - {method: mtp, draft_model: llama-3.1-8b}",
+        "",
+        "deepseek-r1",
+        "6: grid.speculative[0]: draft_model is for method draft; mtp drafts with the model's own MTP module",
+    ),
+    "none-with-draft-tokens": (
+        "  speculative: [{method: none, draft_tokens: 2}]",
+        "",
+        "deepseek-r1",
+        "5: grid.speculative[0]: none drafts nothing: drop draft_tokens (or name a method: mtp, eagle, draft)",
+    ),
+    "too-many-draft-tokens": (
+        "  speculative:\n    - {method: eagle, draft_tokens: 17}",
+        "",
+        "deepseek-r1",
+        "6: grid.speculative[0].draft_tokens: Input should be less than or equal to 16 (got 17)",
+    ),
+    "acceptance-zero": (
+        "  speculative:\n    - {method: mtp, acceptance: 0}",
+        "",
+        "deepseek-r1",
+        "6: grid.speculative[0].acceptance: Input should be greater than 0 (got 0)",
+    ),
+    "acceptance-twice": (
+        "  speculative:\n    - {method: eagle, acceptance: 0.7, acceptance_rates: [0.8, 0.6, 0.5]}",
+        "",
+        "deepseek-r1",
+        "6: grid.speculative[0]: give acceptance (every position alike) or acceptance_rates (one per position), "
+        "not both",
+    ),
+    "rates-for-other-draft-tokens": (
+        "  speculative:\n    - {method: eagle, draft_tokens: 3, acceptance_rates: [0.8, 0.6]}",
+        "",
+        "deepseek-r1",
+        "6: grid.speculative[0]: acceptance_rates lists 2 rates for draft_tokens 3: give one per drafted token",
+    ),
+    "rate-above-one": (
+        "  speculative:\n    - method: eagle\n      acceptance_rates: [0.8, 1.2]",
+        "",
+        "deepseek-r1",
+        "7: grid.speculative[0].acceptance_rates[1]: Input should be less than or equal to 1 (got 1.2)",
+    ),
+    "draft-model-misspelled": (
+        "  speculative:\n    - none\n    - {method: draft, draft_model: llama-3.1-8bb}",
+        "",
+        "llama-3.1-70b",
+        "7: grid.speculative[1].draft_model: unknown model 'llama-3.1-8bb'; did you mean 'meta-llama/Llama-3.1-8B'",
+    ),
+    "draft-model-not-smaller": (
+        "  speculative:\n    - {method: draft, draft_model: llama-3.1-405b}",
+        "",
+        "llama-3.1-70b",
+        "6: grid.speculative[0].draft_model: the draft model meta-llama/Llama-3.1-405B (405.85 B active "
+        "parameters) is not smaller than meta-llama/Llama-3.1-70B (70.55 B): a draft must have fewer active "
+        "parameters than the model it drafts for, or drafting costs more than it saves",
+    ),
+    "mtp-without-mtp-module": ("  speculative: [none, mtp]", "", "llama-3.1-70b", f"5: grid.speculative[1]: {R1_MTP}"),
+    "speculation-repeated": (
+        "  speculative:\n    - mtp\n    - {method: mtp, draft_tokens: 1}",
+        "",
+        "deepseek-r1",
+        "7: grid.speculative[1]: 'mtp k=1' repeats grid.speculative[0]",
+    ),
+    "mode-misspelled": (
+        "  mode: [aggregated, disagregated]",
+        "",
+        "deepseek-r1",
+        "5: grid.mode[1]: unknown mode 'disagregated'; did you mean 'disaggregated'? (aggregated, disaggregated)",
+    ),
+    "prefill-without-disaggregated": (
+        "  tp: [8]\n  prefill: {workers: [1, 2]}",
+        "",
+        "deepseek-r1",
+        "6: grid.prefill: a prefill pool is for mode disaggregated: add it to grid.mode (mode: [aggregated, "
+        "disaggregated] compares both) or drop `prefill:`",
+    ),
+    "decode-without-disaggregated": (
+        "  mode: aggregated\n  decode:\n    workers: [2]",
+        "",
+        "deepseek-r1",
+        "6: grid.decode: a decode pool is for mode disaggregated: add it to grid.mode (mode: [aggregated, "
+        "disaggregated] compares both) or drop `decode:`",
+    ),
+    "prefill-workers-repeated": (
+        "  mode: disaggregated\n  prefill:\n    workers: [2, 2]",
+        "",
+        "deepseek-r1",
+        "7: grid.prefill.workers[1]: 2 repeats grid.prefill.workers[0]",
+    ),
+    "prefill-key-misspelled": (
+        "  mode: disaggregated\n  prefill:\n    workrs: [2]",
+        "",
+        "deepseek-r1",
+        "7: grid.prefill.workrs: unknown key 'workrs'; did you mean 'workers'?",
+    ),
+    "decode-workers-zero": (
+        "  mode: disaggregated\n  decode: {workers: [0]}",
+        "",
+        "deepseek-r1",
+        "6: grid.decode.workers[0]: Input should be greater than 0 (got 0)",
+    ),
+    "hit-rate-of-one": (
+        "  prefix_hit_rate: [0, 1.0]",
+        "",
+        "deepseek-r1",
+        "5: grid.prefix_hit_rate[1]: Input should be less than 1 (got 1.0)",
+    ),
+    "workload-hit-rate-negative": (
+        "  batch: [1]",
+        "workload:\n  requests_per_s: 2\n  prefix_hit_rate: -0.1",
+        "deepseek-r1",
+        "8: workload.prefix_hit_rate: Input should be greater than or equal to 0 (got -0.1)",
+    ),
+    "hit-rate-twice": (
+        "  prefix_hit_rate: [0, 0.5]",
+        "workload: {requests_per_s: 2, prefix_hit_rate: 0.5}",
+        "deepseek-r1",
+        "5: grid.prefix_hit_rate: give the prefix hit rate once: grid.prefix_hit_rate (an axis, to compare rates) "
+        "or workload.prefix_hit_rate (the traffic's), not both",
+    ),
+    "exclude-mode-misspelled": (
+        "  mode: [aggregated, disaggregated]",
+        "exclude:\n  - {mode: disagg, batch: 1}",
+        "deepseek-r1",
+        "7: exclude[0].mode: unknown mode 'disagg'; did you mean 'disaggregated'? (aggregated, disaggregated)",
+    ),
+    "exclude-method-misspelled": (
+        "  speculative: [none, mtp]",
+        "exclude:\n  - {speculative: mpt}",
+        "deepseek-r1",
+        "7: exclude[0].speculative: unknown method 'mpt'; did you mean 'mtp'? (none, mtp, eagle, draft)",
+    ),
+    "exclude-hit-rate-of-one": (
+        "  prefix_hit_rate: [0, 0.5]",
+        "exclude:\n  - {prefix_hit_rate: 1}",
+        "deepseek-r1",
+        "7: exclude[0].prefix_hit_rate: a prefix hit rate must be a finite number at least 0 and less than 1 "
+        "(fraction), got 1",
+    ),
+    "exclude-every-disaggregated-row": (
+        "  mode: disaggregated\n  decode: {workers: [1, 2]}",
+        "exclude:\n  - {decode_workers: [1, 2]}",
+        "deepseek-r1",
+        "8: exclude[0]: the exclusion rules leave no configuration to estimate (this rule drops every one)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("grid", "rest", "model", "message"), SERVING_ERRORS.values(), ids=list(SERVING_ERRORS))
+def test_serving_mode_errors(tmp_path, grid, rest, model, message):
+    path = serving_sweep(tmp_path, grid, rest, model)
+    out = check_rejected(["validate", str(path)], tmp_path / "none", f"{path}:{message}")
+    assert out.startswith("Error: 1 problem in "), out
+
+
+def test_mtp_for_a_model_without_it_may_be_excluded(tmp_path):
+    # the error names the rule that drops the combination; with it, the sweep is valid
+    path = serving_sweep(
+        tmp_path,
+        "  speculative: [none, mtp]",
+        "exclude:\n  - {model: meta-llama/Llama-3.1-70B, speculative: mtp}",
+        "llama-3.1-70b, deepseek-r1",
+    )
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and r.output.strip() == "OK: 3 configurations (4 before exclusions)", r.output
+
+
+def test_a_pool_rule_keeps_the_aggregated_rows(tmp_path):
+    # an aggregated row has no prefill workers: a rule on them drops disaggregated rows only
+    path = serving_sweep(
+        tmp_path,
+        "  tp: [8]\n  ep: [8]\n  mode: [aggregated, disaggregated]\n  prefill: {workers: [1, 2]}",
+        "exclude:\n  - {prefill_workers: [1, 2]}",
+    )
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and r.output.strip() == "OK: 1 configurations (3 before exclusions)", r.output

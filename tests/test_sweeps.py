@@ -344,3 +344,67 @@ def test_batch_max_in_any_case(tmp_path):
         tmp_path, {"name": "u", "grid": {"gpu": ["l4"], "model": ["llama-3.1-8b"], "batch": [1, "MAX"]}}
     )
     assert list(load(upper).axes.batch) == [1, "max"]  # as the names are: case aside
+
+
+# -- serving modes ---------------------------------------------------------------------------------------------------
+def test_serving_axes_from_the_sweep_file(tmp_path):
+    path = write_sweep(
+        tmp_path,
+        {
+            "name": "modes",
+            "grid": {
+                "gpu": ["h200-sxm"],
+                "model": ["deepseek-r1"],
+                "precision": ["fp8"],
+                "tp": [8],
+                "ep": [8],
+                "mode": ["aggregated", "disaggregated"],
+                "prefill": {"workers": [1, 2], "tp": [8]},
+                "decode": {"workers": [2]},
+                # E = 1 + 0.8 + 0.8 x 0.5 = 2.2; the i.i.d. alpha of the same E: 1 + a + a^2 = 2.2, a = 0.70416
+                "speculative": ["none", {"method": "eagle", "acceptance_rates": [0.8, 0.5]}],
+            },
+            "exclude": [{"mode": "disaggregated", "speculative": "eagle"}],
+            "workload": {"requests_per_s": 2, "prefix_hit_rate": 0.25, "prefix_shared": True},
+        },
+    )
+    sweep = load(path)
+    assert (sweep.axes.mode, sweep.axes.prefill_workers, sweep.axes.decode_workers) == (
+        ["aggregated", "disaggregated"],
+        [1, 2],
+        [2],
+    )
+    assert sweep.axes.prefill_tp == [8] and sweep.axes.prefill_ep is None  # None: the grid's ep
+    eagle = sweep.axes.speculative[1]
+    assert (eagle.method, eagle.draft_tokens, eagle.tokens_per_step) == ("eagle", 2, pytest.approx(2.2))
+    assert eagle.acceptance == pytest.approx((-1 + 5.8**0.5) / 2)
+    assert (sweep.axes.prefix_hit_rate, sweep.axes.prefix_shared) == ([0.25], True)  # the workload's: the default
+    # 2 aggregated rows (none, eagle) + 2 worker pairs x none (eagle is excluded when disaggregated)
+    frame = rows_of(path)
+    assert frame.height == 4 and sweep.size == 2 * (1 + 2)
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.output.strip() == "OK: 4 configurations (6 before exclusions)"
+    rows = {(r["mode"], r["prefill_workers"], r["speculative"]): r for r in frame.iter_rows(named=True)}
+    assert rows[("aggregated", None, "eagle")]["tokens_per_step"] == pytest.approx(2.2)
+    assert rows[("disaggregated", 2, "none")]["decode_workers"] == 2
+    assert {r["prefill_new_tokens"] for r in rows.values()} == {1024 * 0.75}
+    assert all(r["prefix_shared"] for r in rows.values())
+
+
+def test_the_spec_knows_the_estimators_modes_and_methods():
+    from llmsweep.estimate import disaggregated, speculative
+    from llmsweep.spec import serving
+
+    assert serving.MODES == disaggregated.MODES and serving.METHODS == speculative.METHODS
+    pools = tuple(c for c in disaggregated.DISAGGREGATED_ONLY if c in serving.POOL_AXES)
+    assert pools == serving.POOL_AXES
+
+
+def test_the_readme_serving_modes_example_is_a_valid_grid(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("### Serving modes")[1].split("```yaml\n")[1].split("```")[0]
+    path = write_sweep(tmp_path, {"name": "readme", **yaml.safe_load(block)})
+    # 2 GPUs x 4 speculative x 2 hit rates = 16 layouts x lengths, each aggregated once and disaggregated 2 x 3
+    # times (minus the rule's 2P1D): 16 x (1 + 6) = 112, 16 x (1 + 5) = 96
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and r.output.strip() == "OK: 96 configurations (112 before exclusions)", r.output

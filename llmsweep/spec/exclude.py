@@ -10,6 +10,7 @@ from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import MAX, Axes
 from llmsweep.spec.models import AXES
 from llmsweep.spec.resolve import _Resolver
+from llmsweep.spec.serving import METHODS, MODES, POOL_AXES
 from llmsweep.yamlfile import KeyPath
 
 
@@ -41,6 +42,28 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> dict[str, tuple]:
                 resolved.append("auto")
             elif key == "batch" and v == MAX:
                 resolved.append(MAX)
+            elif key in ("mode", "speculative"):
+                choices = MODES if key == "mode" else METHODS
+                name = str(v).strip().lower()
+                if name in choices:
+                    resolved.append(name)
+                else:
+                    hint = did_you_mean(name, choices, n=1)
+                    kind = "mode" if key == "mode" else "method"
+                    r.fail(
+                        path,
+                        f"unknown {kind} {v!r}"
+                        + (f"; did you mean {hint[0]!r}?" if hint else "")
+                        + f" ({', '.join(choices)})",
+                    )
+            elif key == "prefix_hit_rate":
+                from llmsweep.limits import check
+
+                problem = check("hit_rate", v)
+                if problem:
+                    r.fail(path, f"a prefix hit rate {problem}")
+                else:
+                    resolved.append(float(v))
             elif isinstance(v, int) and not isinstance(v, bool) and v > 0:
                 resolved.append(v)
             else:
@@ -54,6 +77,12 @@ def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], 
     refuse the sweep, so `validate` must too."""
 
     def values(key: str) -> tuple:
+        if key == "speculative":
+            return tuple(s.method for s in axes.speculative)
+        if key in POOL_AXES:  # aggregated rows have none of them (None): no rule on them drops those
+            layout = key not in ("prefill_workers", "decode_workers")
+            pools = axes.prefill_layout(key.removeprefix("prefill_")) if layout else getattr(axes, key)
+            return (tuple(pools) if axes.disaggregated else ()) + ((None,) if "aggregated" in axes.mode else ())
         return tuple(contexts if key == "context" and contexts is not None else getattr(axes, key, ()))
 
     alone = False

@@ -17,6 +17,7 @@ from llmsweep.spec.exclude import _check_exclusions_leave_rows, _exclusion
 from llmsweep.spec.models import SweepSpec
 from llmsweep.spec.problems import _dedupe, _precheck_names, _pydantic_problems
 from llmsweep.spec.resolve import _check_costs, _check_rank_by, _Resolver
+from llmsweep.spec.serving import check_speculation, serving_axes
 from llmsweep.yamlfile import load_yaml
 
 DEFAULT_MAX_ROWS = 5_000_000
@@ -95,6 +96,7 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     else:
         contexts = None
         inputs = r.numbers("input_tokens", g.input_tokens or [1024])
+    serving, speculation_paths = serving_axes(r, spec)
     axes = Axes(
         gpu=gpus,
         engine=engines,
@@ -108,9 +110,11 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
         pp=r.numbers("pp", g.pp),
         ep=r.numbers("ep", g.ep),
         dp_attention=r.numbers("dp_attention", g.dp_attention),
+        **serving,
         named_precision=dict(r.named_precision),
     )
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    check_speculation(r, axes, exclude, speculation_paths)
     _check_exclusions_leave_rows(r, exclude, axes, contexts)
     _check_costs(r, spec)
     profile_name = profile or spec.profile
@@ -198,5 +202,11 @@ def _axis_sizes(axes: Axes, contexts: list | None) -> dict[str, list]:
         "pp": axes.pp,
         "ep": axes.ep,
         "dp_attention": axes.dp_attention,
+        "mode": axes.mode,
+        "speculative": axes.speculative,
+        "prefix_hit_rate": axes.prefix_hit_rate,
     }
+    if axes.disaggregated:  # the pools multiply the disaggregated rows only
+        sizes.update({"prefill_workers": axes.prefill_workers, "decode_workers": axes.decode_workers})
+        sizes.update({f"prefill_{n}": axes.prefill_layout(n) for n in ("tp", "pp", "ep", "dp_attention")})
     return {k: v for k, v in sizes.items() if len(v) > 1} or {"gpu": axes.gpu}

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from llmsweep.limits import field as lim
 from llmsweep.limits import number, typed
 from llmsweep.outfolder import SAFE_NAME
+from llmsweep.spec.base import _as_list, _axis, _Strict
+from llmsweep.spec.serving import POOL_AXES, SPECULATIVE_AXIS, DecodeSpec, Mode, PrefillSpec
 
 AXES = (
     "gpu",
@@ -27,29 +29,17 @@ AXES = (
     "pp",
     "ep",
     "dp_attention",
+    "mode",
+    *POOL_AXES,
+    "speculative",
+    "prefix_hit_rate",
 )
 FORMATS = ("csv", "parquet", "xlsx", "html", "md")
-
-
-def _as_list(v: Any) -> Any:
-    """An axis may be written as one value instead of a list of one."""
-    return v if isinstance(v, list) else [v]
 
 
 def _batches(v: Any) -> Any:
     """The batch axis as a list, `max` in any case (MAX, Max) as the names are."""
     return [b.strip().lower() if isinstance(b, str) and b.strip().lower() == "max" else b for b in _as_list(v)]
-
-
-def _axis(item: Any, description: str, default: list | None = None) -> Any:
-    kwargs = {"min_length": 1, "description": description}
-    if default is None:
-        return Annotated[list[item], BeforeValidator(_as_list), Field(**kwargs)]
-    return Annotated[list[item], BeforeValidator(_as_list), Field(default=default, **kwargs)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 PositiveTokens = number("tokens")
@@ -91,6 +81,27 @@ class GridSpec(_Strict):
     dp_attention: _axis(  # type: ignore[valid-type]
         number("parallel"), "Attention data-parallel groups (MoE); a replica uses tp x pp x this GPUs.", [1]
     )
+    mode: _axis(  # type: ignore[valid-type]
+        Mode,
+        "Serving modes: aggregated (prefill and decode on the same GPUs) and disaggregated (a prefill pool and a "
+        "decode pool per replica, the KV cache moved between them; tp, pp, ep and dp_attention are then a decode "
+        "worker's layout).",
+        ["aggregated"],
+    )
+    prefill: PrefillSpec | None = Field(
+        None, description="Mode disaggregated: the prefill pool's workers and their layout (default: 1, the grid's)."
+    )
+    decode: DecodeSpec | None = Field(None, description="Mode disaggregated: the decode pool's workers (default: 1).")
+    speculative: SPECULATIVE_AXIS  # type: ignore[valid-type]
+    prefix_hit_rate: (
+        _axis(  # type: ignore[valid-type]
+            number("hit_rate"),
+            "Prefix-cache hit rates to compare (0 <= h < 1: the share of prompt tokens already cached); default: "
+            "the workload's prefix_hit_rate, else 0.",
+            None,
+        )
+        | None
+    ) = None
 
     @model_validator(mode="after")
     def _one_length_axis(self) -> GridSpec:
@@ -123,6 +134,17 @@ class WorkloadSpec(_Strict):
     headroom: typed("headroom") = lim("headroom", 0.2, description="Spare capacity on top of the peak (0.2 = 20 %).")
     redundancy: number("redundancy") | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
         0, description="Spare replicas: 0, 1, ... or 'n+1'."
+    )
+    prefix_hit_rate: typed("hit_rate") | None = lim(
+        "hit_rate",
+        None,
+        description="Share of prompt tokens served from the prefix cache (0 <= h < 1): prefill computes the rest "
+        "(the default of grid.prefix_hit_rate).",
+    )
+    prefix_shared: bool = Field(
+        False,
+        description="True when the cached prefix is common to every request (a system prompt: held once per "
+        "replica); false when each request's own (earlier turns of its conversation).",
     )
 
     @field_validator("redundancy")
