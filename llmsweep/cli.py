@@ -17,7 +17,7 @@ from llmsweep.errors import LlmsweepError, printable
 
 FORMATS = click.Choice(["table", "json", "csv"])
 # the ranges of llmsweep.limits, repeated as literals so `llmsweep --help` imports nothing heavy
-MAX_TOKENS, MAX_BATCH, MAX_PARALLEL = 10_000_000, 1_000_000, 1024
+MAX_TOKENS, MAX_BATCH, MAX_PARALLEL, MAX_DRAFT_TOKENS = 10_000_000, 1_000_000, 1024, 16
 
 
 def _finite(row: dict) -> dict:
@@ -172,6 +172,63 @@ def main() -> None:
     show_default=True,
     help="Efficiency profile: ideal (pure roofline), default, or a profile file.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["aggregated", "disaggregated"]),
+    default="aggregated",
+    show_default=True,
+    help="aggregated: prefill and decode on the same GPUs; disaggregated: a prefill pool and a decode pool, "
+    "the KV cache moved between them (--tp, --pp, --ep, --dp-attention are then a decode worker's).",
+)
+@click.option("--prefill-workers", type=click.IntRange(1, MAX_PARALLEL), help="Disaggregated: prefill workers (1).")
+@click.option("--decode-workers", type=click.IntRange(1, MAX_PARALLEL), help="Disaggregated: decode workers (1).")
+@click.option(
+    "--prefill-tp", type=click.IntRange(1, MAX_PARALLEL), help="Disaggregated: a prefill worker's tp (default: --tp)."
+)
+@click.option(
+    "--prefill-pp", type=click.IntRange(1, MAX_PARALLEL), help="Disaggregated: a prefill worker's pp (default: --pp)."
+)
+@click.option(
+    "--prefill-ep", type=click.IntRange(1, MAX_PARALLEL), help="Disaggregated: a prefill worker's ep (default: --ep)."
+)
+@click.option(
+    "--prefill-dp-attention",
+    type=click.IntRange(1, MAX_PARALLEL),
+    help="Disaggregated: a prefill worker's attention DP groups (default: --dp-attention).",
+)
+@click.option(
+    "--speculative",
+    type=click.Choice(["none", "mtp", "eagle", "draft"]),
+    default="none",
+    show_default=True,
+    help="Speculative decoding: mtp (the model's own multi-token-prediction module: DeepSeek-V3/R1, GLM-5, ...), "
+    "eagle (an EAGLE draft head) or draft (a smaller model, --draft-model).",
+)
+@click.option(
+    "--draft-tokens",
+    type=click.IntRange(1, MAX_DRAFT_TOKENS),
+    help="Tokens drafted per sequence and step (default: 1 for mtp, 3 for eagle and draft).",
+)
+@click.option(
+    "--acceptance",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Chance a drafted token is accepted (default: the profile's; shipped: mtp 0.85, eagle and draft 0.7).",
+)
+@click.option(
+    "--draft-model", help="--speculative draft: the draft model (an id or alias with fewer active parameters)."
+)
+@click.option(
+    "--prefix-hit-rate",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="Share of prompt tokens served from the prefix cache: prefill computes the rest.",
+)
+@click.option(
+    "--prefix-shared",
+    is_flag=True,
+    help="The cached prefix is common to every request (a system prompt): held once, not once per sequence.",
+)
 @click.option("--format", "fmt", type=FORMATS, default="table", show_default=True)
 @_errors_to_exit
 def estimate(fmt, **axes):
@@ -183,6 +240,10 @@ def estimate(fmt, **axes):
       llmsweep estimate --gpu rtx-4090 --model llama-3.1-8b --precision q4_k_m --batch max
       llmsweep estimate --gpu l40s --model ./my-model/config.json --format json
       llmsweep estimate --gpu gb200 --model deepseek-r1 --precision fp8 --tp 4 --dp-attention 8 --ep 32 --batch 256
+      llmsweep estimate --gpu h200-sxm --model deepseek-r1 --precision fp8 --tp 8 --ep 8 --batch 64 \\
+        --mode disaggregated --prefill-workers 1 --decode-workers 2 --speculative mtp
+      llmsweep estimate --gpu h100-sxm --model llama-3.1-70b --precision fp8 --tp 4 \\
+        --speculative draft --draft-model llama-3.1-8b --prefix-hit-rate 0.5
     """
     from llmsweep.single import estimate_one
 

@@ -8,10 +8,11 @@ import polars as pl
 
 from llmsweep.catalog import load_catalog
 from llmsweep.columns import BY_NAME
-from llmsweep.estimate import add_estimates, select_exported
-from llmsweep.grid import Axes, auto_precision, expand
+from llmsweep.errors import LlmsweepError
+from llmsweep.estimate import select_exported
+from llmsweep.grid import NO_SPECULATION, Axes, Speculation, auto_precision, grid_parts
 from llmsweep.plan import add_plan_columns, make_plan_inputs
-from llmsweep.present import format_value
+from llmsweep.present import fmt_num, format_value
 
 # What `llmsweep estimate` shows as a table, section by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -94,6 +95,39 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "tokens_per_joule",
     ),
 }
+TWO_DECIMALS = {"tokens_per_step"}  # 1.85 tokens per step, not 1.9
+# The sections of a serving mode, shown only for a configuration in that mode (`Estimate.sections`),
+# each after the section named first.
+MODE_SECTIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "disaggregated": (
+        "Layout across GPUs",
+        "Disaggregated serving (a prefill pool and a decode pool; the layout above is a decode worker's)",
+        (
+            "prefill_tp",
+            "prefill_pp",
+            "prefill_ep",
+            "prefill_dp_attention",
+            "prefill_worker_gpus",
+            "prefill_pool_gpus",
+            "decode_pool_gpus",
+            "prefill_memory_per_gpu_bytes",
+            "kv_transfer_bytes",
+            "kv_link",
+            "kv_transfer_s",
+            "prefill_utilization",
+        ),
+    ),
+    "speculative": (
+        "Decode (one step, whole batch, no prefill)",
+        "Speculative decoding (a step verifies the drafted tokens)",
+        ("draft_model", "draft_tokens", "acceptance_rate", "tokens_per_step", "draft_weight_bytes"),
+    ),
+    "prefix": (
+        "Prefill (one prompt, alone)",
+        "Prefix cache",
+        ("prefix_hit_rate", "prefix_shared", "prefill_new_tokens"),
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -106,14 +140,37 @@ class Estimate:
     def row(self) -> dict:
         return self.frame.row(0, named=True)
 
+    def sections(self) -> dict[str, tuple[str, ...]]:
+        """SECTIONS, with those of the serving modes this configuration uses (MODE_SECTIONS)."""
+        row = self.row
+        used = {
+            "disaggregated": row["mode"] == "disaggregated",
+            "speculative": row["speculative"] != "none",
+            "prefix": bool(row["prefix_hit_rate"]),
+        }
+        out: dict[str, tuple[str, ...]] = {}
+        for title, names in SECTIONS.items():
+            if used["disaggregated"] and title.startswith("Cost"):
+                names = (*names[:3], "usd_per_million_input_tokens", *names[3:])
+            if used["disaggregated"] and title == "Memory per GPU":
+                title = "Memory per GPU (a decode worker's)"
+            out[title] = names
+            for mode, (after, own, extra) in MODE_SECTIONS.items():
+                if after == title and used[mode]:
+                    out[own] = tuple(n for n in extra if n != "draft_model" or row["speculative"] == "draft")
+        return out
+
     def text(self) -> str:
         row = self.row
         lines = []
-        for title, names in SECTIONS.items():
+        for title, names in self.sections().items():
             lines.append(title)
             for n in names:
                 col = BY_NAME[n]
-                lines.append(f"  {col.label:<30} {format_value(col.unit, row[n])}")
+                value = fmt_num(row[n], col.unit, 2) if n in TWO_DECIMALS else format_value(col.unit, row[n])
+                lines.append(f"  {col.label:<30} {value}")
+            if title == "Configuration" and (row["mode"] != "aggregated" or row["speculative"] != "none"):
+                lines.append(f"  {'Serving mode':<30} {serving_label(row)}")
         if row["load_note"]:
             lines.append(f"Load: {row['load_note']}")
         if row["reason"]:
@@ -124,6 +181,55 @@ class Estimate:
             lines.append(f"Price: {row['price_source']}")
         lines.append(f"Profile: {self.profile}")
         return "\n".join(lines)
+
+
+def xpyd(row: dict) -> str:
+    """A disaggregated replica's pools as xPyD: 1 prefill and 2 decode workers are 1P2D."""
+    return f"{row['prefill_workers']}P{row['decode_workers']}D"
+
+
+def serving_label(row: dict) -> str:
+    """The serving mode in words: aggregated, or disaggregated 1P2D; with speculative decoding
+    mtp k=1 (the drafted tokens per step)."""
+    mode = f"disaggregated {xpyd(row)}" if row["mode"] == "disaggregated" else "aggregated"
+    if row["speculative"] == "none":
+        return mode
+    draft = f" ({row['draft_model']})" if row["draft_model"] else ""
+    return f"{mode}, {row['speculative']}{draft} k={row['draft_tokens']}"
+
+
+def speculation(
+    catalog, model: str, method: str, draft_tokens: int | None, acceptance: float | None, draft_model: str | None
+) -> tuple[Speculation, str | None]:
+    """The speculative-decoding setting `estimate` asks for (method none, mtp, eagle or draft), the
+    same checks as a sweep's (spec/serving.py), and the draft model's name-resolution note."""
+    from llmsweep.spec.serving import DEFAULT_DRAFT_TOKENS, draft_problem, mtp_problem
+
+    if method == "none":
+        given = [o for o, v in (("--draft-tokens", draft_tokens), ("--acceptance", acceptance)) if v is not None]
+        if draft_model is not None or given:
+            what = given[0] if given else "--draft-model"
+            raise LlmsweepError(f"{what} is for speculative decoding: add --speculative mtp, eagle or draft")
+        return NO_SPECULATION, None
+    note = None
+    if method == "draft":
+        if draft_model is None:
+            raise LlmsweepError(
+                "--speculative draft needs --draft-model: the smaller model that drafts (e.g. llama-3.1-8b)"
+            )
+        d = catalog.resolve_model(draft_model)
+        catalog.model(d.id)
+        draft_model, note = d.id, d.note
+        problem = draft_problem(catalog, draft_model, [model])
+    elif draft_model is not None:
+        what = "the model's own MTP module" if method == "mtp" else "an EAGLE head"
+        raise LlmsweepError(f"--draft-model is for --speculative draft; {method} drafts with {what}")
+    else:
+        problem = mtp_problem(catalog, [model]) if method == "mtp" else None
+    if problem:
+        raise LlmsweepError(problem)
+    k = draft_tokens or DEFAULT_DRAFT_TOKENS[method]
+    return Speculation(method, k, acceptance, None, draft_model), note
 
 
 def estimate_one(
@@ -141,7 +247,23 @@ def estimate_one(
     input_tokens: int = 1024,
     output_tokens: int = 256,
     profile: str = "default",
+    mode: str = "aggregated",
+    prefill_workers: int | None = None,
+    decode_workers: int | None = None,
+    prefill_tp: int | None = None,
+    prefill_pp: int | None = None,
+    prefill_ep: int | None = None,
+    prefill_dp_attention: int | None = None,
+    speculative: str = "none",
+    draft_tokens: int | None = None,
+    acceptance: float | None = None,
+    draft_model: str | None = None,
+    prefix_hit_rate: float = 0.0,
+    prefix_shared: bool = False,
 ) -> Estimate:
+    """One configuration. The serving-mode arguments as `estimate`'s options: a prefill or decode
+    pool only with mode disaggregated (a prefill layout left out = the decode worker's, tp ... ),
+    speculative decoding by method (draft_tokens: the method's default; acceptance: the profile's)."""
     catalog = load_catalog()
     g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
     catalog.model(m.id)  # reads and validates a config.json before any frame work
@@ -150,6 +272,21 @@ def estimate_one(
     p = catalog.resolve_precision(precision or auto_precision(catalog, m.id, named))
     kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
     prof = catalog.profile(profile)
+    pools = {
+        "prefill_workers": prefill_workers,
+        "decode_workers": decode_workers,
+        "prefill_tp": prefill_tp,
+        "prefill_pp": prefill_pp,
+        "prefill_ep": prefill_ep,
+        "prefill_dp_attention": prefill_dp_attention,
+    }
+    given = [k for k, v in pools.items() if v is not None]
+    if mode != "disaggregated" and given:
+        option = "--" + given[0].replace("_", "-")
+        raise LlmsweepError(
+            f"{option} is for --mode disaggregated (a prefill pool and a decode pool): add it, or drop {option}"
+        )
+    spec, draft_note = speculation(catalog, m.id, speculative, draft_tokens, acceptance, draft_model)
     axes = Axes(
         gpu=[g.id],
         engine=[catalog.resolve_engine(engine).id],
@@ -163,13 +300,21 @@ def estimate_one(
         pp=[pp],
         ep=[ep],
         dp_attention=[dp_attention],
+        mode=[mode],
+        prefill_workers=[prefill_workers or 1],
+        decode_workers=[decode_workers or 1],
+        **{k: [v] for k, v in pools.items() if k.startswith("prefill_") and k != "prefill_workers" and v is not None},
+        speculative=[spec],
+        prefix_hit_rate=[prefix_hit_rate],
+        prefix_shared=prefix_shared,
     )
     prices = make_plan_inputs(catalog, [g.id])
-    frame = select_exported(add_plan_columns(add_estimates(expand(catalog, axes, prof)), prices)).collect()
+    estimated = grid_parts(catalog, axes, prof).estimate()
+    frame = select_exported(add_plan_columns(estimated, prices)).collect()
     overridden = (
         f"precision {p.id} as given, not the {m.precision} the model name says"
         if precision and m.precision and p.id != m.precision
         else None
     )
-    notes = tuple(n for n in (g.note, m.note, overridden, p.note, *prices.notes) if n)
+    notes = tuple(n for n in (g.note, m.note, overridden, p.note, draft_note, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

@@ -173,3 +173,114 @@ def test_help_does_not_import_the_heavy_stack():
     code = "import sys, llmsweep.cli; print(sorted({'polars', 'pydantic', 'altair'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- serving modes ---------------------------------------------------------------------------------------------------
+R1_1P2D = [
+    "estimate",
+    "--gpu",
+    "h200-sxm",
+    "--model",
+    "deepseek-r1",
+    "--precision",
+    "fp8",
+    "--tp",
+    "8",
+    "--ep",
+    "8",
+    "--batch",
+    "16",
+    "--input-tokens",
+    "8192",
+    "--output-tokens",
+    "1024",
+    "--profile",
+    "ideal",
+    "--mode",
+    "disaggregated",
+    "--prefill-workers",
+    "1",
+    "--decode-workers",
+    "2",
+    "--speculative",
+    "mtp",
+]
+
+
+def test_estimate_disaggregated_with_mtp_table():
+    r = invoke(*R1_1P2D)
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    assert "  Serving mode                   disaggregated 1P2D, mtp k=1\n" in out
+    # 1 + 2 workers of 8 H200: 24 GPUs, more than one NVLink domain (8): the KV cache crosses the NICs.
+    # DeepSeek-R1's 8,192-token prompt caches 61 x 576 x 2 bytes x 8,192 = 575,668,224 bytes; one sender on a
+    # 50 GB/s NIC at the ideal profile's efficiency 1: 11.51 ms
+    assert "  Prefill pool GPUs              8 GPUs\n" in out and "  Decode pool GPUs               16 GPUs\n" in out
+    assert "  KV link                        scale-out\n" in out
+    assert "  KV transfer                    0.58 GB (0.54 GiB)\n" in out
+    assert "  KV transfer time               11.51 ms\n" in out
+    # MTP: one drafted token at the profile's acceptance 0.85: E = 1 + 0.85 = 1.85 tokens per step
+    assert "  Acceptance                     0.85\n" in out and "  Tokens per step                1.85 tokens\n" in out
+    assert "Memory per GPU (a decode worker's)\n" in out and "Prefix cache" not in out and "Draft model" not in out
+
+
+def test_estimate_disaggregated_with_mtp_json():
+    r = invoke(*R1_1P2D, "--prefill-tp", "8", "--prefix-hit-rate", "0.75", "--format", "json")
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)
+    assert (row["mode"], row["prefill_workers"], row["decode_workers"], row["prefill_tp"]) == ("disaggregated", 1, 2, 8)
+    assert (row["speculative"], row["draft_tokens"], row["acceptance_rate"]) == ("mtp", 1, 0.85)
+    assert row["tokens_per_step"] == pytest.approx(1.85) and row["gpus"] == 24
+    assert row["prefix_hit_rate"] == 0.75 and row["prefill_new_tokens"] == 8192 / 4
+
+
+def test_estimate_aggregated_shows_no_mode_sections():
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b")
+    assert r.exit_code == 0, r.output
+    for title in ("Serving mode", "Disaggregated serving", "Speculative decoding", "Prefix cache", "KV link"):
+        assert title not in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--prefill-workers", "2"], "Error: --prefill-workers is for --mode disaggregated (a prefill pool and a "),
+        (["--decode-workers", "2"], "Error: --decode-workers is for --mode disaggregated"),
+        (["--acceptance", "0.8"], "Error: --acceptance is for speculative decoding: add --speculative mtp, eagle"),
+        (["--speculative", "draft"], "Error: --speculative draft needs --draft-model: the smaller model that drafts"),
+        (
+            ["--speculative", "eagle", "--draft-model", "llama-3.1-8b"],
+            "Error: --draft-model is for --speculative draft; eagle drafts with an EAGLE head",
+        ),
+        (
+            ["--speculative", "mtp"],
+            "Error: mtp drafts with the model's own multi-token-prediction module, and meta-llama/Llama-3.1-70B "
+            "has none",
+        ),
+        (
+            ["--speculative", "draft", "--draft-model", "llama-3.1-405b"],
+            "Error: the draft model meta-llama/Llama-3.1-405B (405.85 B active parameters) is not smaller than "
+            "meta-llama/Llama-3.1-70B (70.55 B)",
+        ),
+        (["--speculative", "draft", "--draft-model", "llama-3.1-8bb"], "Error: unknown model 'llama-3.1-8bb'"),
+    ],
+)
+def test_estimate_serving_mode_errors(args, message):
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-70b", "--tp", "4", *args)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert message in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    "args", [["--draft-tokens", "17"], ["--acceptance", "0"], ["--prefix-hit-rate", "1"], ["--mode", "disagg"]]
+)
+def test_estimate_serving_mode_options_out_of_range_are_usage_errors(args):
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--speculative", "eagle", *args)
+    assert r.exit_code == 2 and "Invalid value for" in r.output
+
+
+def test_estimate_serving_option_bounds_are_the_declared_ranges():
+    from llmsweep import cli, limits
+
+    assert limits.RANGES["draft_tokens"].high == cli.MAX_DRAFT_TOKENS
+    assert limits.RANGES["workers"].high == cli.MAX_PARALLEL
