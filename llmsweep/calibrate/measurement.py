@@ -25,6 +25,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from llmsweep.catalog.engines import mtp_draft_tokens
 from llmsweep.grid import MAX
 
 DECODE_RATE = "decode_rate_per_seq"  # 1 / tpot_s: see DERIVED in comparison.py
@@ -207,8 +208,9 @@ class Measurement:
 
     @property
     def draft_tokens(self) -> int:
-        """Tokens drafted per step: MTP_DRAFT_TOKENS for an MTP row (the sources state none), else 0."""
-        return MTP_DRAFT_TOKENS if self.speculative.lower() == "mtp" else 0
+        """Tokens drafted per step: the engine's default for an MTP row (the sources state none;
+        catalog/engines.MTP_DRAFT_TOKENS: SGLang 3, TensorRT-LLM 1), else 0."""
+        return mtp_draft_tokens(self.engine) if self.speculative.lower() == "mtp" else 0
 
     @property
     def replicas(self) -> int:
@@ -255,11 +257,6 @@ class Measurement:
 
 
 DISAGGREGATED_SPELLINGS = ("disagg", "disaggregated")
-# Drafted tokens per step assumed for an MTP row (its source states none): one, DeepSeek-V3's own
-# MTP depth (one module, one extra token: DeepSeek-V3 report §2.2) and SGLang's and TensorRT-LLM's
-# smallest setting; the acceptance is the profile's mtp_acceptance (random-token benchmark prompts
-# accept fewer drafts than text).
-MTP_DRAFT_TOKENS = 1
 
 LAYOUT_INCONSISTENT = (
     "layout: moe_tp x ep must equal tp x dp_attention (the experts of a stage span its tp x dp_attention GPUs)"

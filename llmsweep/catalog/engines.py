@@ -103,3 +103,21 @@ def auto_kv_precision(engine: str, compute_dtype: str, mla: bool, modelopt: bool
     if engine == "sglang" and mla and compute_dtype in ("fp8", "fp4"):
         return "fp8"
     return None
+
+
+# Tokens an engine drafts per step with a model's MTP module when it is not told (each step runs the
+# one module k times), with the source.
+MTP_DRAFT_TOKENS: dict[str, tuple[int, str]] = {
+    "sglang": (
+        3,
+        "SGLang 0.5.8 server_args.auto_choose_speculative_params: (num_steps 3, eagle_topk 1, num_draft_tokens 4) "
+        "for DeepseekV3ForCausalLM, GLM-4 MoE and gpt-oss",
+    ),
+    "trtllm": (1, "TensorRT-LLM MTPDecodingConfig num_nextn_predict_layers defaults to 1 (not checked in its source)"),
+    "vllm": (1, "vLLM's DeepSeek MTP example sets num_speculative_tokens 1 (not checked in its source)"),
+}
+
+
+def mtp_draft_tokens(engine: str) -> int:
+    """k an engine drafts with MTP unless told (MTP_DRAFT_TOKENS; 1 for an engine not listed)."""
+    return MTP_DRAFT_TOKENS.get(engine, (1, ""))[0]
