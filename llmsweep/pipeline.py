@@ -16,7 +16,7 @@ import polars as pl
 
 from llmsweep import __version__, plan
 from llmsweep.catalog.engines import AUTO, default_engine
-from llmsweep.columns import OPTION_KEYS, PLAN_EXPORTED, SCHEMA, higher_is_better
+from llmsweep.columns import PLAN_EXPORTED, SCHEMA, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.export import XLSX_MAX_ROWS, write_csv, write_manifest, write_parquet, write_xlsx
@@ -52,15 +52,16 @@ class Plan:
 def compute_plan(sweep: Sweep) -> Plan:
     """Every hardware option at the largest batch that meets the targets, ranked, and how robust
     each model's top recommendation is."""
-    parts = grid_parts(sweep.catalog, sweep.axes, sweep.profile, sweep.exclude, sweep.contexts)
     inputs = plan.plan_inputs(sweep)
-    base = parts.options().collect()
+    axes = plan.search_axes(sweep.axes, inputs.worker_search)  # worker counts the sweep leaves to the plan
+    parts = grid_parts(sweep.catalog, axes, sweep.profile, sweep.exclude, sweep.contexts)
+    base, searched = plan.search(plan.candidates(parts, inputs.worker_search).collect(), inputs)
     opts = plan.options(base.lazy(), inputs)
     if opts.height == 0:
         return Plan(opts, sweep.spec.rank_by, (), {})
     column, note = plan.rank_column(opts, sweep.spec.rank_by, inputs)
     ranked = plan.rank(opts, column)
-    keys = list(OPTION_KEYS)
+    keys = list(plan.OPTION_IDENTITY)
     # sensitivity for the workloads the reports recommend for (all pairs when there are few)
     pairs = sorted(ranked.select("input_tokens", "output_tokens").unique().rows())
     load = sweep.spec.workload
@@ -70,11 +71,14 @@ def compute_plan(sweep: Sweep) -> Plan:
     for (model, s_in, s_out), group in top2.group_by(plan.WORKLOAD_KEYS, maintain_order=True):
         if group.height == 2 and (s_in, s_out) in shown:
             pair = group.select(*keys, pl.col("offer").cast(pl.String).alias(plan.WANT_OFFER)).with_row_index("_pair")
-            pairs[f"{model}|{s_in}|{s_out}"] = base.join(pair, on=keys).sort("_pair").drop("_pair")
+            found = base.join(pair, on=keys, nulls_equal=True).sort("_pair").drop("_pair")
+            pairs[f"{model}|{s_in}|{s_out}"] = found
     sens = plan.sensitivity(pairs, inputs, column) if pairs else {}
     # plan.csv lists what can run; the rest stays in estimates.csv with its reason
     exported = ranked.filter(pl.col("fits")).select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
     notes = [note] if note else []
+    if searched.candidates:
+        notes.append(searched.note())
     unmet = ranked.group_by(plan.WORKLOAD_KEYS, maintain_order=True).agg(
         pl.col("rank").is_not_null().any().alias("met"),
         pl.col("fits").any().alias("fits"),

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -99,6 +100,46 @@ def test_without_a_workload_the_fleet_is_one_replica():
     # one replica of 2 GPUs: 1 server, 1 rack; capex 2 x 30,000 + 50,000 = 110,000
     assert (row["servers_needed"], row["racks_needed"]) == (1, 1)
     assert row["capex_usd"] == pytest.approx(110_000)
+
+
+def test_cost_per_token_type_adds_up_to_the_hour():
+    """One cost per token: input cost x input tokens + decode cost x output tokens = the replica's hour.
+
+    Aggregated (test_plan.frame: 2 GPUs at $2.50 = $5 an hour, 4 requests/s of 1,000 in and 250 out, a
+    prompt holding the replica 0.05 s): prompts take 4 x 0.05 = 20 % of the hour, $1 over 4 x 1,000 x
+    3,600 = 14.4 M input tokens = $0.069444 per M; the other $4 over 3.6 M output tokens = $1.1111 per M;
+    all-in $5 / 3.6 M = $1.3889 per M.
+    Disaggregated: 1 prefill worker of 8 GPUs and 2 decode workers of 8 at $2.50 = $60 an hour, 10
+    requests/s of 8,192 in and 1,024 out: the prefill pool's 8 / 24 of the hour, $20, over 294.912 M input
+    tokens = $0.067817 per M; the decode pool's $40 over 36.864 M output tokens = $1.0851 per M; all-in
+    $60 / 36.864 M = $1.6276 per M."""
+    agg = plan.add_plan_columns(frame(), plan_inputs()).collect().row(0, named=True)
+    assert agg["usd_per_million_input_tokens"] == pytest.approx(1.0 / 14.4)
+    assert agg["usd_per_million_decode_tokens"] == pytest.approx(4.0 / 3.6)
+    assert agg["usd_per_million_output_tokens"] == pytest.approx(5.0 / 3.6)
+    assert agg["usd_per_million_input_tokens"] * 14.4 + agg["usd_per_million_decode_tokens"] * 3.6 == pytest.approx(5.0)
+    pools = frame(
+        mode="disaggregated",
+        gpus=24,
+        prefill_pool_gpus=8,
+        input_tokens=8192,
+        output_tokens=1024,
+        output_tokens_per_s=10 * 1024.0,
+        prefill_s=0.4,  # the prefill worker's: its pool is the share, whatever its utilisation
+    ).with_columns(pl.col("mode").cast(pl.Categorical))
+    dis = plan.add_plan_columns(pools, plan_inputs()).collect().row(0, named=True)
+    assert dis["usd_per_hour"] == pytest.approx(60.0)
+    assert dis["usd_per_million_input_tokens"] == pytest.approx(20.0 / 294.912)
+    assert dis["usd_per_million_input_tokens"] == pytest.approx(0.067817, abs=1e-6)
+    assert dis["usd_per_million_decode_tokens"] == pytest.approx(40.0 / 36.864)
+    assert dis["usd_per_million_output_tokens"] == pytest.approx(60.0 / 36.864)
+    hour = dis["usd_per_million_input_tokens"] * 294.912 + dis["usd_per_million_decode_tokens"] * 36.864
+    assert hour == pytest.approx(60.0)
+
+
+def plan_inputs() -> plan.PlanInputs:
+    price = plan.price_from_costs("h100-sxm", CostSpec(usd_per_gpu_hour=2.5), 700.0, 8)
+    return plan.PlanInputs({"h100-sxm": price}, None, None, "usd_per_million_output_tokens")
 
 
 def test_break_even_when_rent_is_paid_24_7():

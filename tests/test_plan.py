@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 import yaml
@@ -501,3 +503,213 @@ def test_the_fleet_columns_are_what_fleet_columns_writes(monkeypatch):
         set(plan.SIZED_COLUMNS)
         == {"replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization"} | added
     )
+
+
+# -- serving modes: every mode planned by its own model, the xPyD search (plan/selection.py, sizing.py, xpyd.py) --
+R1 = "deepseek-ai/DeepSeek-R1"
+SEARCHED = ("prefill_workers", "decode_workers")
+
+
+def modes_axes(**over):
+    """DeepSeek-R1 fp8 on B200, 8k in / 1k out: aggregated tp8 ep8, and disaggregated decode workers of
+    tp8 ep8 beside prefill workers of the same layout; MTP off and on."""
+    from llmsweep.grid import Axes, Speculation
+
+    axes = dict(
+        gpu=["b200"],
+        model=[R1],
+        precision=["fp8"],
+        tp=[8],
+        ep=[8],
+        input_tokens=[8192],
+        output_tokens=[1024],
+        batch=["max"],
+        mode=["aggregated", "disaggregated"],
+        prefill_workers=[1],
+        decode_workers=[2],
+        speculative=[Speculation(), Speculation("mtp", 1)],
+    )
+    return Axes(**{**axes, **over})
+
+
+def modes_inputs(**over) -> plan.PlanInputs:
+    w = WorkloadSpec(requests_per_s=10, peak_factor=1.5, headroom=0.2, redundancy=0)
+    price = plan.price_from_costs("b200", CostSpec(rent=5.0), 1000.0, 8)
+    kw = dict(prices={"b200": price}, slo=SloSpec(ttft_s=2.0, tpot_s=0.05, percentile="p90"), workload=w)
+    return plan.PlanInputs(**{**kw, "rank_by": "usd_per_million_output_tokens", **over})
+
+
+def modes_options(catalog, axes=None, inputs=None) -> pl.DataFrame:
+    from llmsweep.grid import grid_parts
+
+    parts = grid_parts(catalog, axes or modes_axes(), catalog.profile("default"))
+    return plan.options(parts.options(), inputs or modes_inputs())
+
+
+def test_each_mode_is_planned_by_its_own_model(catalog):
+    """A frame mixing modes: each row's operating point is its mode's (estimate/modes.py), the same as
+    planning its mode's rows alone; a disaggregated replica holds y x max_batch sequences."""
+    from llmsweep.grid import grid_parts
+
+    mixed = modes_options(catalog)
+    assert sorted(mixed["mode"].cast(pl.String).unique()) == ["aggregated", "disaggregated"]
+    for mode in ("aggregated", "disaggregated"):
+        alone = modes_options(catalog, modes_axes(mode=[mode]))
+        got = mixed.filter(pl.col("mode") == mode).sort("speculative")
+        want = alone.sort("speculative")
+        for col in ("slo_batch", "capacity_requests_per_s", "ttft_p90_s", "tpot_s", "replicas", "tco_usd"):
+            assert got[col].to_list() == want[col].to_list(), col
+    dis = mixed.filter(pl.col("mode") == "disaggregated").row(0, named=True)
+    # 8 + 2 x 8 GPUs span three HGX B200 servers: the KV cache crosses the NICs
+    assert dis["prefill_utilization"] is not None and dis["kv_link"] == "scale-out"
+    # the largest batch that meets the targets, up to the replica's KV capacity (2 decode workers x max_batch)
+    base = grid_parts(catalog, modes_axes(mode=["disaggregated"]), catalog.profile("default")).options().collect()
+    batch = plan.slo_batch(base, modes_inputs().slo)
+    assert (batch <= base["max_batch"] * 2).all() and (batch > base["max_batch"]).any()
+
+
+def test_a_disaggregated_option_sized_at_the_workload(catalog):
+    """1P2D of tp8 ep8 workers on B200 at $5 a GPU-hour: 8 + 2 x 8 = 24 GPUs, $120 an hour. Its capacity is
+    the largest Poisson rate at which the disaggregated open loop meets p90 TTFT 2 s and TPOT 50 ms;
+    replicas = ceil(10 x 1.5 x 1.2 / capacity); each replica then gets 15 / replicas requests/s, and its
+    prefill pool is busy that x p / (1 prefill worker x 1 attention group). The hour splits by pool:
+    8 / 24 of it prices the input tokens, 16 / 24 the output tokens (at capacity)."""
+    from llmsweep.estimate import disaggregated
+
+    out = modes_options(catalog).filter((pl.col("mode") == "disaggregated") & (pl.col("speculative") == "none"))
+    (r,) = out.to_dicts()
+    assert (r["prefill_workers"], r["decode_workers"], r["prefill_pool_gpus"], r["decode_pool_gpus"]) == (1, 2, 8, 16)
+    assert r["gpus"] == 24 and r["usd_per_hour"] == pytest.approx(120.0)
+    assert r["meets_slo"]
+    cap = r["capacity_requests_per_s"]
+    assert r["replicas"] == math.ceil(15 * 1.2 / cap) and r["gpus_needed"] == 24 * r["replicas"]
+    assert r["fleet_gpus"] == r["gpus_needed"] and r["tco_usd"] == pytest.approx(r["gpus_needed"] * 5 * 8760 * 3)
+    assert r["offered_requests_per_s"] == pytest.approx(15 / r["replicas"])
+    assert r["prefill_utilization"] == pytest.approx(r["offered_requests_per_s"] * r["prefill_first_token_s"])
+    # capacity is where the targets stop holding: met just below it, missed (or saturated) just above
+    row = out.drop("saturated", strict=False)
+    for rate, meets in ((cap * 0.999, True), (cap * 1.001, False)):
+        at = disaggregated.open_loop(row.lazy(), pl.lit(rate)).collect().row(0, named=True)
+        ok = not at["saturated"] and at["ttft_p90_s"] <= 2.0 and at["tpot_s"] <= 0.05
+        assert ok == meets
+    # the cost per token type, at capacity: input 120 x 8/24 / (cap x 8,192 x 3,600) x 10^6, decode
+    # 120 x 16/24 / (cap x 1,024 x 3,600) x 10^6, and the two add up to the hour
+    per_hour = cap * 3600 / 1e6
+    assert r["usd_per_million_input_tokens"] == pytest.approx(40.0 / (per_hour * 8192))
+    assert r["usd_per_million_decode_tokens"] == pytest.approx(80.0 / (per_hour * 1024))
+    assert r["usd_per_million_output_tokens"] == pytest.approx(120.0 / (per_hour * 1024))
+    hour = (r["usd_per_million_input_tokens"] * 8192 + r["usd_per_million_decode_tokens"] * 1024) * per_hour
+    assert hour == pytest.approx(120.0)
+
+
+def toy_pairs(pairs) -> pl.DataFrame:
+    """test_serving_modes' toy replica (decode step 10 ms + 0.5 ms x b per worker, k = 100 steps after the
+    first token, prefill p = 100 ms, no KV transfer, 8 GPUs a worker) with each (x, y) of `pairs`."""
+    from .test_serving_modes import toy_disaggregated
+
+    rows = [toy_disaggregated(prefill_workers=x, decode_workers=y, kv_transfer_s=0.0) for x, y in pairs]
+    text = {"gpu": "toy", "engine": "vllm", "model": "m", "precision": "fp8", "kv_precision": "auto"}
+    text |= {"mode": "disaggregated", "speculative": "none", "layout_reason": None, "draft_model": None}
+    return pl.concat(rows, how="diagonal_relaxed").with_columns(
+        *(pl.lit(v, pl.Categorical).alias(k) for k, v in text.items()),
+        tp=pl.lit(8),
+        pp=pl.lit(1),
+        ep=pl.lit(1),
+        prefill_dp_attention=pl.lit(1),
+        prefill_memory_per_gpu_bytes=pl.lit(0.0),
+        prefill_usable_memory_bytes=pl.lit(1.0),
+        context_tokens=pl.col("input_tokens") + pl.col("output_tokens"),
+        max_context_tokens=pl.lit(None, pl.Int64),
+        acceptance_rate=pl.lit(None, pl.Float64),
+        given_tokens_per_step=pl.lit(None, pl.Float64),
+        prefix_hit_rate=pl.lit(0.0),
+        prefix_shared=pl.lit(False),
+    )
+
+
+def test_the_xpyd_search_picks_the_cheapest_ratio_by_hand():
+    """Without latency targets a replica's capacity is where a pool saturates: x prefill workers of
+    p = 0.1 s take x / p = 10 x requests/s; y decode workers, each step 10 ms + 0.5 ms per sequence and
+    101 steps a request, take y / (101 x 0.0005 s) = 19.80 y. For 48 requests/s (no peak, headroom or
+    spare) a fleet is ceil(48 / min(10 x, 19.80 y)) replicas of 8 (x + y) GPUs, x + y <= 9 (72 GPUs):
+      1P1D 5 x 16 = 80, 2P1D 3 x 24 = 72, 3P2D 2 x 40 = 80, 4P2D 2 x 48 = 96, 5P3D 1 x 64 = 64,
+      6P3D 1 x 72 = 72, 5P4D 1 x 72 = 72: 5P3D is the cheapest fleet (balanced pools, 50 and 59.4
+      requests/s, in one replica)."""
+    pairs = [(x, y) for x in range(1, 17) for y in range(1, 17) if 8 * (x + y) <= 72]
+    frame = toy_pairs(pairs)
+    w = WorkloadSpec(requests_per_s=48, peak_factor=1, headroom=0, redundancy=0)
+    inputs = plan.PlanInputs({}, None, w, "tco_usd", worker_search=SEARCHED)
+    bound = frame.select(plan.capacity_bound(None)).to_series()
+    cap = {p: min(10 * p[0], p[1] / (101 * 0.0005)) for p in pairs}
+    assert bound.to_list() == pytest.approx([cap[p] for p in pairs], rel=1e-12)  # tight here: pools apart
+    fleet = {p: math.ceil(48 / c) * 8 * sum(p) for p, c in cap.items()}
+    assert min(fleet, key=lambda p: (fleet[p], sum(p), p)) == (5, 3)
+    chosen, stats = plan.search(frame, inputs)
+    assert chosen.select("prefill_workers", "decode_workers").rows() == [(5, 3)]
+    assert (stats.decode_options, stats.candidates) == (1, len(pairs)) == (1, 36)
+    assert stats.evaluated < stats.candidates  # candidates whose bound exceeds 64 GPUs are never evaluated
+    # and its exact capacity is the prefill pool's 50 requests/s (bisected: within 2^-30 of x / p)
+    assert plan.xpyd.disaggregated_capacity(chosen, None).item() == pytest.approx(50.0, rel=1e-6)
+
+
+def search_sweep(catalog):
+    """DeepSeek-R1 fp8 on H200 (8-GPU NVLink, NICs between servers) and GB200 NVL72, decode and prefill
+    workers of tp8 ep8 or dp-attn8 ep8, at 10 requests/s (peak x 1.5, 20 % headroom), p90 TTFT 2 s, TPOT 50 ms."""
+    from llmsweep.grid import Axes, grid_parts
+
+    axes = Axes(
+        gpu=["h200-sxm", "gb200"],
+        model=[R1],
+        precision=["fp8"],
+        tp=[1, 8],
+        dp_attention=[1, 8],
+        ep=[8],
+        input_tokens=[8192],
+        output_tokens=[1024],
+        batch=["max"],
+        mode=["disaggregated"],
+    )
+    exclude = ({"tp": (1,), "dp_attention": (1,)}, {"tp": (8,), "dp_attention": (8,)})
+    parts = grid_parts(catalog, plan.search_axes(axes, SEARCHED), catalog.profile("default"), exclude)
+    price = {g: plan.price_from_costs(g, CostSpec(rent=5.0), 1000.0, 8) for g in ("h200-sxm", "gb200")}
+    w = WorkloadSpec(requests_per_s=10, peak_factor=1.5, headroom=0.2, redundancy=0)
+    slo = SloSpec(ttft_s=2.0, tpot_s=0.05, percentile="p90")
+    inputs = plan.PlanInputs(price, slo, w, "usd_per_million_output_tokens", worker_search=SEARCHED)
+    return plan.candidates(parts, SEARCHED).collect(), inputs
+
+
+def test_the_xpyd_search_finds_what_evaluating_every_pair_finds(catalog):
+    """Branch and bound against brute force: every candidate planned, the fewest fleet GPUs per decode
+    option (then the smaller replica, then fewer prefill workers) is the pair the search keeps."""
+    from dataclasses import replace
+
+    cands, inputs = search_sweep(catalog)
+    every = plan.options(cands.drop("_decode_option").lazy(), replace(inputs, worker_search=()))
+    every = every.filter(pl.col("offer").is_not_null())
+    key = ["gpu", "tp", "dp_attention"]
+    want = (
+        every.filter(pl.col("meets_slo"))
+        .sort([*key, "gpus_needed", "gpus", "prefill_workers", "decode_workers"])
+        .group_by(key, maintain_order=True)
+        .first()
+        .select(*key, "gpus_needed", "gpus", "prefill_workers", "decode_workers")
+    )
+    chosen, stats = plan.search(cands, inputs)
+    got = plan.options(chosen.lazy(), inputs).filter(pl.col("meets_slo")).sort(key)
+    got = got.select(*key, "gpus_needed", "gpus", "prefill_workers", "decode_workers")
+    assert want.height >= 3 and got.equals(want.sort(key))
+    assert stats.evaluated < stats.candidates
+    # no pair beyond the budget, and the searched pairs do exist (e.g. more than 3 prefill workers)
+    assert (cands["gpus"] <= plan.MAX_REPLICA_GPUS).all() and cands["prefill_workers"].max() >= 4
+
+
+def test_the_capacity_bound_is_never_below_the_capacity(catalog):
+    """Pruning is safe only if capacity_bound is an upper bound: checked against the bisected capacity
+    of every candidate, with and without latency targets."""
+    cands, inputs = search_sweep(catalog)
+    for slo in (inputs.slo, None, SloSpec(ttft_s=1.0, request_latency_s=30.0)):
+        rows = cands.filter(plan.xpyd.runnable())
+        exact = plan.xpyd.disaggregated_capacity(rows, slo)
+        bound = rows.select(plan.capacity_bound(slo)).to_series()
+        assert (exact <= bound * (1 + 1e-9)).all()
+        assert (exact > 0).any() and ((bound == 0) <= (exact == 0)).all()

@@ -14,6 +14,7 @@ rank and recommend.
     slo.py          meets_slo, slo_miss
     sizing.py       row-level cost and fleet columns (add_plan_columns), at_traffic, unsized
     selection.py    options at the largest batch that meets the targets (slo_batch, listed_batch)
+    xpyd.py         the xPyD search: each disaggregated option's prefill layout and worker counts
     ranking.py      rank, rank_column
     robustness.py   sensitivity: which assumption, moved by 20 %, changes the top recommendation
     rent_or_buy.py  break_even
@@ -47,7 +48,17 @@ from llmsweep.plan.sizing import (
     unsizable,
     unsized,
 )
-from llmsweep.plan.slo import meets_slo, slo_checks, slo_miss
+from llmsweep.plan.slo import meets_slo, slo_checks, slo_miss, within_targets
+from llmsweep.plan.xpyd import (
+    MAX_REPLICA_GPUS,
+    OPTION_IDENTITY,
+    SEARCH_WORKERS,
+    SearchStats,
+    candidates,
+    capacity_bound,
+    search,
+    search_axes,
+)
 
 __all__ = [
     "DEFAULT_POWER_UTILIZATION",
@@ -56,6 +67,10 @@ __all__ = [
     "HOURS_PER_MONTH",
     "HOURS_PER_YEAR",
     "MAX_REPLICAS",
+    "MAX_REPLICA_GPUS",
+    "OPTION_IDENTITY",
+    "SEARCH_WORKERS",
+    "SearchStats",
     "PER_TOKEN_RANK",
     "PRICE_COMPONENTS",
     "SENSITIVITY_STEP",
@@ -73,6 +88,8 @@ __all__ = [
     "at_traffic",
     "band_columns",
     "break_even",
+    "candidates",
+    "capacity_bound",
     "example_price",
     "listed_batch",
     "make_plan_inputs",
@@ -84,10 +101,13 @@ __all__ = [
     "price_table",
     "rank",
     "rank_column",
+    "search",
+    "search_axes",
     "sensitivity",
     "slo_batch",
     "slo_checks",
     "slo_miss",
     "unsizable",
     "unsized",
+    "within_targets",
 ]

@@ -24,6 +24,8 @@ class PlanInputs:
     rent_paid: str = RENT_24_7
     batches: tuple[int, ...] | None = None  # the grid's batches when it has no `max`: the plan chooses among them
     rank_by_given: bool = True  # False when rank_by is the default (no note when it has no values)
+    # the worker counts the plan searches (plan/xpyd.py): prefill_workers and/or decode_workers
+    worker_search: tuple[str, ...] = ()
 
     @property
     def offers(self) -> dict[str, tuple[Offer, ...]]:
@@ -52,7 +54,22 @@ def plan_inputs(sweep: Sweep) -> PlanInputs:
         rent_paid=spec.rent_paid,
         batches=batches,
         rank_by_given="rank_by" in spec.model_fields_set,
+        worker_search=searched_axes(sweep),
     )
+
+
+def searched_axes(sweep: Sweep) -> tuple[str, ...]:
+    """The worker counts a sweep leaves to the plan: prefill_workers without `grid.prefill.workers`,
+    decode_workers without `grid.decode.workers` (plan/xpyd.py); none without a disaggregated mode."""
+    if not sweep.axes.disaggregated:
+        return ()
+    grid = sweep.spec.grid
+    out = []
+    for key, axis in (("prefill", "prefill_workers"), ("decode", "decode_workers")):
+        pool = getattr(grid, key, None)
+        if pool is None or "workers" not in pool.model_fields_set:
+            out.append(axis)
+    return tuple(out)
 
 
 def make_plan_inputs(
@@ -68,11 +85,21 @@ def make_plan_inputs(
     rent_paid: str = RENT_24_7,
     batches: tuple[int, ...] | None = None,
     rank_by_given: bool = True,
+    worker_search: tuple[str, ...] = (),
 ) -> PlanInputs:
     """Offers for `gpus` (the sweep's costs; dated examples for data-centre GPUs when the sweep gives
     no prices or says `costs: example`), with the targets and traffic."""
     listed = {g: v if isinstance(v, list) else [v] for g, v in (costs or {}).items()}
     offers, notes = price_offers(cat, list(gpus), listed, every)
     return PlanInputs(
-        dict(offers), slo, workload, rank_by, tuple(notes), horizon_years, rent_paid, batches, rank_by_given
+        dict(offers),
+        slo,
+        workload,
+        rank_by,
+        tuple(notes),
+        horizon_years,
+        rent_paid,
+        batches,
+        rank_by_given,
+        worker_search,
     )

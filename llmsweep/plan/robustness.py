@@ -28,14 +28,28 @@ TRAFFIC_SHOWN = ("gpus_needed", "fleet_usd_per_month")  # what traffic moves, sh
 WANT_OFFER = "_want_offer"  # a pair row's offer: the re-estimated metrics are read for that offer only
 
 
+def reestimated(frame: pl.DataFrame) -> pl.DataFrame:
+    """Options of either serving mode (layout x lengths rows, a disaggregated one with its worker
+    counts and prefill layout) estimated again up to the length terms from their own facts, e.g.
+    with a moved efficiency: a disaggregated row's decode and prefill workers each again, then paired."""
+    from llmsweep.estimate import add_layout_estimates, add_length_estimates, disaggregated, modes
+
+    def one_mode(rows: pl.LazyFrame, disagg: bool) -> pl.LazyFrame:
+        if not disagg:
+            return add_length_estimates(add_layout_estimates(rows))
+        rows = rows.with_row_index("_pair")
+        decode = add_length_estimates(add_layout_estimates(rows))
+        prefill = add_length_estimates(add_layout_estimates(disaggregated.prefill_side(rows)))
+        return disaggregated.pair(decode, prefill, ["_pair"]).drop("_pair")
+
+    return modes.apply(frame, one_mode)
+
+
 def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[float | None]:
     """`column` for every row of the stacked `frames` (layout x lengths rows, each with the offer it
     is priced with in WANT_OFFER) after re-estimating them all at once."""
-    from llmsweep.estimate import add_layout_estimates, add_length_estimates
-
     stacked = pl.concat(frames, how="vertical_relaxed")
-    rows = add_length_estimates(add_layout_estimates(stacked.lazy()))
-    out = options(rows, plan)
+    out = options(reestimated(stacked).lazy(), plan)
     if WANT_OFFER in out.columns:
         same = pl.col("offer").cast(pl.String) == pl.col(WANT_OFFER)
         out = out.filter(same.fill_null(False) | (pl.col("offer").is_null() & pl.col(WANT_OFFER).is_null()))

@@ -9,11 +9,12 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import c
-from llmsweep.estimate import load
+from llmsweep.estimate import modes
+from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import DEFAULT_POWER_UTILIZATION, FLEET_COLUMNS, FLEET_FIELDS, fleet_columns
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.prices import price_table
-from llmsweep.plan.slo import meets_slo, slo_checks
+from llmsweep.plan.slo import meets_slo, within_targets
 from llmsweep.spec import WorkloadSpec
 
 
@@ -45,6 +46,35 @@ def band_columns() -> dict[str, pl.Expr]:
     return out
 
 
+def prompt_share(rate: pl.Expr, modes_known: bool = True) -> pl.Expr:
+    """The share of a replica's hour that serves prompts at `rate` requests/s: a disaggregated
+    replica's prefill pool, prefill_pool_gpus / gpus (its GPUs do nothing else); an aggregated
+    replica's time spent prefilling, min(rate x prefill_s, 1) (each prompt holds it for prefill_s)."""
+    prompts = pl.min_horizontal(rate * c.prefill_s, 1.0)
+    if not modes_known:  # a frame without serving-mode columns is aggregated
+        return prompts
+    pool = c.prefill_pool_gpus.cast(pl.Float64) / c.gpus
+    return pl.when(c.mode == DISAGGREGATED).then(pool).otherwise(prompts)
+
+
+def token_costs(rate: pl.Expr, modes_known: bool = True) -> dict[str, pl.Expr]:
+    """USD per million tokens of each type at `rate` requests/s per replica, one price per token:
+    input = the prompt share of the hour (prompt_share) over the input tokens served in it, decode =
+    the rest of the hour over the output tokens, so input cost x input tokens + decode cost x output
+    tokens = the hour; and the all-in figure, the whole hour over the output tokens (never add it to
+    the other two)."""
+    hour = c.usd_per_hour
+    share = prompt_share(rate, modes_known)
+    per_hour = rate * 3600 / 1e6  # millions of requests an hour
+    return {
+        "usd_per_million_output_tokens": hour / (per_hour * c.output_tokens),
+        "usd_per_million_input_tokens": pl.when(c.input_tokens > 0).then(hour * share / (per_hour * c.input_tokens)),
+        "usd_per_million_decode_tokens": pl.when(c.output_tokens > 0).then(
+            hour * (1 - share) / (per_hour * c.output_tokens)
+        ),
+    }
+
+
 def _drop_private(frame: pl.LazyFrame) -> pl.LazyFrame:
     return frame.drop(list(FLEET_FIELDS), strict=False)
 
@@ -70,12 +100,7 @@ def add_plan_columns(
         / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
     )
     frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
-        usd_per_million_output_tokens=c.usd_per_hour / (c.output_tokens_per_s * 3600) * 1e6,
-        # the prompt share of the hour: each request's prefill holds the replica for prefill_s
-        usd_per_million_input_tokens=c.usd_per_hour
-        * pl.min_horizontal(c.requests_per_s_per_replica * c.prefill_s, 1.0)
-        / (c.requests_per_s_per_replica * c.input_tokens * 3600)
-        * 1e6,
+        **token_costs(c.requests_per_s_per_replica, "mode" in frame.collect_schema().names())
     )
     if peak is None:
         nulls = {
@@ -109,6 +134,7 @@ def add_plan_columns(
     return done(unsized(frame))
 
 
+CAPACITY_BISECTIONS = 30  # halvings of [0, prefill servers / p] when finding a replica's capacity
 MAX_REPLICAS = 1e12  # more is no plan (and would overflow Int64 once multiplied by GPUs)
 UNSIZABLE = "no fleet: the workload needs more than 10^12 replicas of this layout"
 
@@ -145,22 +171,15 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
     and do not meet the SLO."""
     w = plan.workload
-    checks = slo_checks(plan.slo)
-
-    def accept(_: pl.LazyFrame) -> pl.Expr:
-        ok = pl.lit(True)
-        for _name, value, target in checks:
-            ok = ok & (value <= target)
-        return ok
-
-    cap = load.max_rate(out, accept, iterations=30)
+    cap = modes.max_rate(out, lambda _: within_targets(plan.slo), iterations=CAPACITY_BISECTIONS)
     frame = out.with_columns(capacity_requests_per_s=cap, _peak=peak_requests_per_s(w)).with_columns(
         _ok=c.fits & (c.capacity_requests_per_s > 0)
     )
     count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
     frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64))
     frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
-    served = load.open_loop(frame.lazy(), pl.col("_rate").fill_null(0.0)).collect()
+    rate = pl.col("_rate").fill_null(0.0)
+    served = modes.apply(frame, lambda rows, disagg: modes.open_loop(rows, rate, disagg))
     point = [
         "decode_step_s",
         "decode_batch",
@@ -174,8 +193,10 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         "output_tokens_per_s",
         "decode_tokens_per_s_per_seq",
         "prefill_fraction",
+        "prefill_utilization",
         "load_note",
     ]
+    point = [n for n in point if n in served.columns and n in frame.columns]
     ok = pl.col("_ok")
     frame = frame.with_columns(
         [pl.when(ok).then(served[n]).otherwise(pl.col(n)).alias(n) for n in point]
@@ -185,7 +206,6 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         ]
     )
     avg = pl.col("_peak") / w.peak_factor
-    at_capacity = c.capacity_requests_per_s * c.output_tokens  # output tokens/s of a replica at capacity
 
     def replicas_at(rate: pl.Expr) -> pl.Expr:
         count = (pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy
@@ -201,18 +221,11 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         gpus_needed_high=pl.when(ok)
         .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_low")) * c.gpus)
         .otherwise(c.gpus_needed_high),
-        usd_per_million_output_tokens=pl.when(ok)
-        .then(c.usd_per_hour / (at_capacity * 3600) * 1e6)
-        .otherwise(c.usd_per_million_output_tokens),
-        # the prompt share of the hour at capacity (already inside the output figure: never add the two)
-        usd_per_million_input_tokens=pl.when(ok)
-        .then(
-            c.usd_per_hour
-            * pl.min_horizontal(c.capacity_requests_per_s * c.prefill_s, 1.0)
-            / (c.capacity_requests_per_s * c.input_tokens * 3600)
-            * 1e6
-        )
-        .otherwise(c.usd_per_million_input_tokens),
+        # per token at capacity: the all-in figure, and the prompt and decode shares of the hour
+        **{
+            name: pl.when(ok).then(cost).otherwise(pl.col(name))
+            for name, cost in token_costs(c.capacity_requests_per_s, "mode" in frame.columns).items()
+        },
     ).with_columns(
         gpus_needed=c.replicas * c.gpus,
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),

@@ -18,6 +18,14 @@ def slo_checks(slo: SloSpec | None) -> list[tuple[str, pl.Expr, float]]:
     return [(name, pl.col(name), target) for name, target in pairs if target is not None]
 
 
+def within_targets(slo: SloSpec | None) -> pl.Expr:
+    """Every latency target holds (the loaded figures only: no memory check)."""
+    ok = pl.lit(True)
+    for _name, value, target in slo_checks(slo):
+        ok = ok & (value <= target)
+    return ok
+
+
 def meets_slo(slo: SloSpec | None) -> pl.Expr:
     ok = c.fits
     for _name, value, target in slo_checks(slo):
