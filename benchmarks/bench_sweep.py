@@ -1,10 +1,17 @@
 """End-to-end sweep timings on generated grids.
 
-    python benchmarks/bench_sweep.py            # ~1M configurations: estimate step, CSV + Parquet
+    python benchmarks/bench_sweep.py            # ~1M configurations: estimate step, CSV + Parquet; the
+                                                # serving modes' estimate step; the xPyD plan search
     python benchmarks/bench_sweep.py --big      # also ~10M configurations to Parquet (peak memory)
+    python benchmarks/bench_sweep.py --modes    # only the serving modes and the xPyD search
 
 Prints configurations per second for the estimate step (in memory) and the whole run (validate,
-estimate, write), and the peak resident memory of a child process doing the run.
+estimate, write), and the peak resident memory of a child process doing the run. The serving-modes
+case (MODES_SWEEP) has every mode in its grid: aggregated and disaggregated replicas with a few
+worker pairs, speculative decoding off and MTP, and a prefix hit rate; its bar is 2 M
+configurations/s for the estimate step (issue 18). The xPyD case plans DeepSeek-R1 on a GB200
+NVL72 for one traffic, searching every pool layout and worker pair up to 72 GPUs; its bar is one
+second.
 """
 
 from __future__ import annotations
@@ -79,6 +86,103 @@ SIZES = {  # 20 GPUs x 10 models x 5 precisions x 4 tp = 4,000 layouts
 }
 
 
+# Every serving mode in one grid: 8 data-centre GPUs x the 9 catalog models with an MTP module x 2
+# precisions x tp 1-8 x speculative none/mtp = 1,152 layouts; x 3 prompts x 2 outputs x prefix hit rate
+# 0 / 0.5 x 4 batches; each layout aggregated, and disaggregated with 2 prefill x 3 decode worker counts
+# x 4 prefill tp: 1 + 24 rows: 1,382,400 configurations.
+MODES_SWEEP = textwrap.dedent("""\
+    name: bench-modes
+    grid:
+      gpu: [h100-sxm, h200-sxm, b200, gb200, mi300x, mi325x, h100-nvl, a100-80gb-sxm]
+      model: [deepseek-ai/DeepSeek-V3, deepseek-ai/DeepSeek-R1, deepseek-ai/DeepSeek-V3.2, Qwen/Qwen3.5-27B,
+              Qwen/Qwen3.5-122B-A10B, Qwen/Qwen3.5-397B-A17B, zai-org/GLM-5, MiniMaxAI/MiniMax-M2.5,
+              nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8]
+      precision: [bf16, fp8]
+      input_tokens: [1024, 4096, 8192]
+      output_tokens: [256, 1024]
+      batch: [1, 16, 64, max]
+      tp: [1, 2, 4, 8]
+      mode: [aggregated, disaggregated]
+      prefill: {workers: [1, 2]}
+      decode: {workers: [1, 2, 4]}
+      speculative: [none, mtp]
+      prefix_hit_rate: [0, 0.5]
+    report: {formats: [parquet]}
+    """)
+# The xPyD search of one model x GPU x traffic: DeepSeek-R1 fp8 on GB200 NVL72, every layout of tp 1-8,
+# attention DP 1-32 and ep 1-64 for both pools (168 each, 95 valid), no worker lists: the plan searches
+# x, y in 1..16 within 72 GPUs.
+XPYD_SWEEP = textwrap.dedent("""\
+    name: bench-xpyd
+    grid:
+      gpu: [gb200]
+      model: [deepseek-ai/DeepSeek-R1]
+      precision: [fp8]
+      input_tokens: [8192]
+      output_tokens: [1024]
+      batch: [max]
+      tp: [1, 2, 4, 8]
+      dp_attention: [1, 2, 4, 8, 16, 32]
+      ep: [1, 2, 4, 8, 16, 32, 64]
+      mode: [disaggregated]
+    workload: {requests_per_s: 10, input_tokens: 8192, output_tokens: 1024, peak_factor: 1.5, headroom: 0.2}
+    slo: {ttft_s: 2.0, tpot_s: 0.05, percentile: p90}
+    costs: {gb200: {rent: 6.50}}
+    """)
+
+
+def bench_modes(tmp: Path) -> None:
+    """The estimate step with every serving mode in the grid, and the xPyD plan search."""
+    from llmsweep.spec import load
+
+    path = tmp / "bench-modes.yaml"
+    path.write_text(MODES_SWEEP)
+    sweep = load(path, max_rows=20_000_000)
+    rows = estimates_only(sweep).select(pl_len()).collect().item()
+    best = min(_timed(lambda: estimates_only(sweep).collect()) for _ in range(3))
+    print(f"modes: estimate step     {rows:>11,} rows  {best:6.2f} s  {rows / best / 1e6:5.2f} M rows/s  (bar: 2 M)")
+    path = tmp / "bench-xpyd.yaml"
+    path.write_text(XPYD_SWEEP)
+    sweep = load(path)
+    times, found = [], None
+    for _ in range(3):
+        t = time.perf_counter()
+        found = xpyd_search(sweep)
+        times.append(time.perf_counter() - t)
+    stats, opts = found
+    r = opts.filter(opts["rank"] == 1).row(0, named=True)
+    print(
+        f"xpyd: plan search        {stats.candidates:>11,} pairs {min(times):6.2f} s  ({stats.evaluated:,} evaluated, "
+        f"{stats.decode_options} decode options; bar: 1 s)"
+    )
+    pools = f"{r['prefill_workers']}P{r['decode_workers']}D"
+    prefill = f"tp{r['prefill_tp']} dp-attn{r['prefill_dp_attention']} ep{r['prefill_ep']}"
+    decode = f"tp{r['tp']} dp-attn{r['dp_attention']} ep{r['ep']}"
+    fleet = f"{r['gpus']} GPUs a replica, {r['gpus_needed']} in all"
+    print(f"      cheapest: {pools}, prefill {prefill}, decode {decode}: {fleet}")
+
+
+def xpyd_search(sweep):
+    """What the plan does for a disaggregated sweep without worker lists (pipeline.compute_plan):
+    candidates within 72 GPUs, the search, then every decode option's best pair planned and ranked."""
+    from llmsweep import plan
+    from llmsweep.grid import grid_parts
+
+    inputs = plan.plan_inputs(sweep)
+    axes = plan.search_axes(sweep.axes, inputs.worker_search)
+    parts = grid_parts(sweep.catalog, axes, sweep.profile, sweep.exclude, sweep.contexts)
+    chosen, stats = plan.search(plan.candidates(parts, inputs.worker_search).collect(), inputs)
+    opts = plan.options(chosen.lazy(), inputs)
+    column, _ = plan.rank_column(opts, sweep.spec.rank_by, inputs)
+    return stats, plan.rank(opts, column)
+
+
+def pl_len():
+    import polars as pl
+
+    return pl.len()
+
+
 def child_run(path: Path, out: Path, formats: str) -> tuple[float, float]:
     code = textwrap.dedent(f"""\
         import resource, time
@@ -95,12 +199,14 @@ def child_run(path: Path, out: Path, formats: str) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--big", action="store_true", help="also run the ten-million-row sweep")
+    ap.add_argument("--modes", action="store_true", help="only the serving modes and the xPyD search")
     args = ap.parse_args()
     from llmsweep.pipeline import compute
     from llmsweep.spec import load
 
     with tempfile.TemporaryDirectory() as tmp:
-        for label in ["1M", "10M"] if args.big else ["1M"]:
+        bench_modes(Path(tmp))
+        for label in [] if args.modes else ["1M", "10M"] if args.big else ["1M"]:
             path = Path(tmp) / f"bench-{label}.yaml"
             path.write_text(sweep_yaml(f"bench-{label.lower()}", *SIZES[label]))
             sweep = load(path, max_rows=20_000_000)

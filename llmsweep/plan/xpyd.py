@@ -245,7 +245,7 @@ def search(frame: pl.DataFrame, plan: PlanInputs) -> tuple[pl.DataFrame, SearchS
     return out.drop("_order", _DECODE_ID, strict=False), stats
 
 
-LEVELS = 3  # replica counts tried from each candidate's bound up before its capacity is bisected
+LEVELS = 8  # replica counts tried from each candidate's bound up before its capacity is bisected
 PROBE = 4  # candidates of lowest bound per decode option resolved first, to give it a best fleet
 
 
