@@ -143,8 +143,8 @@ class WorkloadSpec(_Strict):
     )
     prefix_shared: bool = Field(
         False,
-        description="True when the cached prefix is common to every request (a system prompt: held once per "
-        "replica); false when each request's own (earlier turns of its conversation).",
+        description="True when the cached prefix is common to every request (a system prompt: held once, not once "
+        "per sequence); false when each request's own (earlier turns of its conversation).",
     )
 
     @field_validator("redundancy")
