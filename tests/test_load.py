@@ -345,3 +345,21 @@ def test_percentiles_come_from_the_modes_that_carry_the_tail():
     assert mixed["ttft_p90_s"] == pytest.approx(0.4)
     # only waves (burst_share 1): p90 is the wave's, the 8th prompt at 0.8 s
     assert closed(toy(batch=8, burst_share=1.0))["ttft_p90_s"] == pytest.approx(0.8)
+
+
+def test_more_bandwidth_never_slows_a_prefill_bound_closed_loop():
+    """Found by tests/test_properties.py: 147 clients of 44-token prompts and 2-token answers on an
+    M2 Ultra (ideal) are deep in the prefill-bound regime, where two fixed-point solves left TPOT
+    1.05 s at the datasheet bandwidth and 1.38 s at twice it; the third solve keeps it monotone."""
+    from llmsweep.catalog import load_catalog
+    from llmsweep.estimate import add_estimates
+    from llmsweep.grid import Axes, expand
+
+    cat = load_catalog()
+    axes = Axes(gpu=["m2-ultra"], model=["meta-llama/Llama-2-7b-hf"], input_tokens=[44], output_tokens=[2], batch=[147])
+    base = expand(cat, axes, cat.profile("ideal"))
+    slow, fast = (
+        add_estimates(base.with_columns(pl.col("memory_bandwidth_bytes_per_s") * f)).collect().row(0, named=True)
+        for f in (1.0, 2.0)
+    )
+    assert fast["tpot_s"] <= slow["tpot_s"] and fast["prefill_s"] <= slow["prefill_s"]

@@ -209,10 +209,12 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     5. p_eff and the roof depend on b, and b on R and D: b is the root of the decreasing function
        (n - 1) D(b) / R(b) - b on [0, n - 1]. Start from b0 = min(n - 1, k / n_c) (prefill-bound, a
        prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), map it
-       once, and solve at the geometric mean of b0 and its image (two quadratic solves, no per-row
-       loop: this runs on every row of a sweep). Against the exact root, R is within 1.5 % and TTFT
-       within 10 % wherever TTFT < 2 s (0.2 % at the C = 8 case of tests/test_load.py); deep in the
-       prefill-bound regime (TTFT of tens of seconds) TTFT may be off by up to 80 %.
+       once, solve at the geometric mean of b0 and its image, and once more at the geometric mean of
+       that b and its image (three quadratic solves, no per-row loop: this runs on every row of a
+       sweep; the third keeps TPOT monotone in the hardware's speed deep in the prefill-bound
+       regime). Against the exact root, R is within 1.5 % and TTFT within 10 % wherever TTFT < 2 s
+       (0.2 % at the C = 8 case of tests/test_load.py); deep in the prefill-bound regime (TTFT of
+       tens of seconds) TTFT may be off by up to 80 %.
     6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
        GPU). A share beta = burst_share of requests is instead served in synchronised waves: the n
        prompts arrive together, are prefilled back to back, r = max(1, K / S_in) per chunk, while
@@ -248,6 +250,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     )
     lf = _solve_at(lf, "_b0", "_b1")
     lf = lf.with_columns(_b=(pl.col("_b0") * pl.col("_b1")).sqrt())  # between b0 and its image
+    lf = _solve_at(lf, "_b", "_b3")
+    lf = lf.with_columns(_b=(pl.col("_b") * pl.col("_b3")).sqrt())
     lf = _solve_at(lf, "_b", "_b2", final=True)
     m, k, p, peff = pl.col("_m"), c.decode_steps, c.first_token_s, pl.col("_peff")
     d = pl.col("_D")
@@ -318,6 +322,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_b0",
         "_b1",
         "_b2",
+        "_b3",
         "_b",
         "_R",
         "_D",
