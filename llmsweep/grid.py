@@ -7,13 +7,13 @@ The cross product is built lazily from small per-entity tables; no Python runs p
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 
 import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
-from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine
+from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine, mtp_draft_tokens
 from llmsweep.columns import SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
@@ -36,23 +36,26 @@ PAIR_KEYS = [
 @dataclass(frozen=True)
 class Speculation:
     """One speculative-decoding setting (estimate/speculative.py): `method` none, mtp, eagle or
-    draft; k = `draft_tokens`; the per-token `acceptance` (None = the profile's default for the
-    method) or `tokens_per_step` from per-position rates; `draft_model` (a catalog id) for draft."""
+    draft; k = `draft_tokens` (None for mtp: the engine's own default, catalog/engines.
+    MTP_DRAFT_TOKENS); the per-token `acceptance` (None = the profile's default for the method) or
+    `tokens_per_step` from per-position rates; `draft_model` (a catalog id) for draft."""
 
     method: str = "none"
-    draft_tokens: int = 0
+    draft_tokens: int | None = 0
     acceptance: float | None = None
     tokens_per_step: float | None = None
     draft_model: str | None = None
 
     @property
     def label(self) -> str:
-        """How reports name it: none, mtp k=1, eagle k=3 a=0.7, draft:<model> k=4."""
+        """How reports name it: none, mtp k=1, eagle k=3 a=0.7, draft:<model> k=4 (mtp without k:
+        "mtp", the engine's depth)."""
         if self.method == "none":
             return "none"
         name = f"draft:{self.draft_model}" if self.method == "draft" else self.method
+        depth = "" if self.draft_tokens is None else f" k={self.draft_tokens}"
         given = f" a={self.acceptance:g}" if self.acceptance is not None else ""
-        return f"{name} k={self.draft_tokens}{given}"
+        return f"{name}{depth}{given}"
 
 
 NO_SPECULATION = Speculation()
@@ -296,12 +299,15 @@ def kv_table(
     return _frame(rows)
 
 
-def speculation_table(catalog: Catalog, settings: Sequence[Speculation]) -> pl.LazyFrame:
-    """The speculative-decoding axis: one row per setting, with the draft model's facts."""
+def speculation_table(catalog: Catalog, settings: Sequence[Speculation], engines: Sequence[str]) -> pl.LazyFrame:
+    """The speculative-decoding axis per engine: one row per engine and setting, with the draft
+    model's facts and an MTP depth left open resolved to the engine's default."""
     rows = []
-    for spec in dict.fromkeys(settings):
+    for engine, spec in product(dict.fromkeys(engines), dict.fromkeys(settings)):
         draft = catalog.model(spec.draft_model).architecture if spec.draft_model else None
-        rows.append(speculation_table_row(spec, draft))
+        if spec.draft_tokens is None:
+            spec = replace(spec, draft_tokens=mtp_draft_tokens(engine))
+        rows.append({"engine": engine, **speculation_table_row(spec, draft)})
     return _frame(rows)
 
 
@@ -439,7 +445,8 @@ def grid_parts(
     pairs = model_precisions(catalog, axes)
     precisions = [p for _, p in pairs]
     rates = precision_table(catalog, axes.gpu, precisions)
-    kv = kv_table(catalog, resolved_engines(catalog, axes.gpu, axes.engine), axes.model, precisions, axes.kv_precision)
+    engines = resolved_engines(catalog, axes.gpu, axes.engine)
+    kv = kv_table(catalog, engines, axes.model, precisions, axes.kv_precision)
     by_model = pl.LazyFrame(
         {"model": [m for m, _ in pairs], "precision": [p for _, p in pairs]},
         schema={"model": SCHEMA["model"], "precision": SCHEMA["precision"]},
@@ -458,7 +465,9 @@ def grid_parts(
             .join(_axis("pp", dict.fromkeys(pp)), **_CROSS)
             .join(_axis("ep", dict.fromkeys(ep)), **_CROSS)
             .join(_axis("dp_attention", dict.fromkeys(dp)), **_CROSS)
-            .join(speculation_table(catalog, speculation), **_CROSS)
+            .join(
+                speculation_table(catalog, speculation, engines), on="engine", how="inner", maintain_order="left_right"
+            )
             .join(rates, on=["gpu", "precision"], **left)
             .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
             .with_columns(

@@ -178,7 +178,7 @@ SERVING_ERRORS = {
     ),
     "mtp-without-mtp-module": ("  speculative: [none, mtp]", "", "llama-3.1-70b", f"5: grid.speculative[1]: {R1_MTP}"),
     "speculation-repeated": (
-        "  speculative:\n    - mtp\n    - {method: mtp, draft_tokens: 1}",
+        "  speculative:\n    - {method: mtp, draft_tokens: 1}\n    - {method: mtp, draft_tokens: 1, acceptance: null}",
         "",
         "deepseek-r1",
         "7: grid.speculative[1]: 'mtp k=1' repeats grid.speculative[0]",

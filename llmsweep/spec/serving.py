@@ -38,7 +38,9 @@ METHODS = ("none", "mtp", "eagle", "draft")
 # Tokens drafted per step when the sweep says none: one for MTP (DeepSeek-V3 trains one MTP module,
 # depth D = 1, and its report evaluates that one drafted token, §2.2 and §5.4.3); three for EAGLE and
 # draft models, an assumption (a few tokens, where an acceptance of 0.7 still gains: E = 2.53 at k = 3).
-DEFAULT_DRAFT_TOKENS = {"mtp": 1, "eagle": 3, "draft": 3}
+# k when a setting gives none: mtp drafts at its engine's default depth (None: catalog/engines.
+# MTP_DRAFT_TOKENS, SGLang 3, TensorRT-LLM and vLLM 1), EAGLE heads and draft models 3.
+DEFAULT_DRAFT_TOKENS = {"mtp": None, "eagle": 3, "draft": 3}
 POOL_AXES = ("prefill_workers", "decode_workers", "prefill_tp", "prefill_pp", "prefill_ep", "prefill_dp_attention")
 
 
@@ -95,7 +97,8 @@ class SpeculationSpec(_Strict):
     )
     draft_tokens: number("draft_tokens") | None = Field(
         None,
-        description="k: tokens drafted per sequence and step, 1 to 16 (default: 1 for mtp, 3 for eagle and draft).",
+        description="k: tokens drafted per sequence and step, 1 to 16 (default: mtp the engine's own, SGLang 3, "
+        "TensorRT-LLM and vLLM 1; eagle and draft 3).",
     )
     acceptance: number("acceptance") | None = Field(
         None,
@@ -136,8 +139,9 @@ class SpeculationSpec(_Strict):
         return self
 
     @property
-    def tokens(self) -> int:
-        """k: as given, else one per acceptance rate, else the method's default (0 for none)."""
+    def tokens(self) -> int | None:
+        """k: as given, else one per acceptance rate, else the method's default (0 for none; None for
+        mtp: the engine's own depth, resolved per engine by the grid)."""
         if self.method == "none":
             return 0
         if self.draft_tokens is not None:
