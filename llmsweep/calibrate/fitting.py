@@ -1,5 +1,6 @@
-"""Fitting the efficiency profile: a small Nelder-Mead minimiser, the squared-log-error loss with a
-weak prior towards the starting values, and leave-one-source-out cross-validation.
+"""Fitting the efficiency profile: the squared-log-error loss with a weak prior towards the
+starting values, minimised by a small Levenberg-Marquardt search whose candidates are evaluated
+many at once, and leave-one-source-out cross-validation.
 
 Fitting minimises the squared log error of estimated against measured values over the profile's
 parameters (bandwidth and compute efficiency shared, then per GPU family where a family has
@@ -10,13 +11,15 @@ leave-one-source-out cross-validation, so no row is scored by a profile that was
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import polars as pl
 
 from llmsweep.calibrate.bands import bands
-from llmsweep.calibrate.comparison import Evaluator, comparison_frame
+from llmsweep.calibrate.comparison import Evaluator, comparison_frame, evaluate_many
 from llmsweep.calibrate.measurement import Measurement, source_key
 from llmsweep.calibrate.serving import fit_serving
 from llmsweep.catalog import Catalog, Profile
@@ -46,52 +49,218 @@ SCALE = {
 MIN_FAMILY_ROWS = 8  # a GPU family gets its own efficiencies when it has this many fittable rows
 
 
-TOLERANCE = 1e-6  # stop when the simplex's losses differ by less (moves estimates by < 0.3 %)
-WARM_STEP = 0.3  # a warm start (cross-validation folds from the full fit) explores this share of STEPS
+# The search (Levenberg-Marquardt on the log errors): each parameter is moved in `u`, its log for an
+# efficiency and its value in units of SCALE for an overhead, the units its prior is measured in, so
+# the prior is a plain quadratic. Each iteration evaluates the Jacobian (one forward difference of
+# LM_STEP per parameter) and LM_TRIALS damped steps, each set in one estimator pass for every
+# sub-fit running at once (comparison.evaluate_many); it stops when the loss falls by less than
+# LM_TOLERANCE (estimates then move by well under 0.1 %).
+LM_STEP = 1e-3
+LM_TOLERANCE = 1e-8
+LM_DAMPING = 1e-3  # the first damping (a share of the curvature added to each parameter's)
+LM_TRIALS = (0.1, 1.0, 10.0)  # damping factors tried at once, each a step
+LM_ITERATIONS = 40
+MISS = 25.0  # the squared log error of an estimate that cannot be made: a factor of e^5
 
 
-def _nelder_mead(
-    f: Callable[[list[float]], float], x0: list[float], step: list[float], iterations: int = 300
-) -> list[float]:
-    """A small, dependency-free Nelder-Mead minimiser (bounds are handled by the caller's clipping),
-    stopped when the simplex's losses agree to TOLERANCE."""
-    n = len(x0)
-    simplex = [list(x0)] + [[x0[j] + (step[j] if j == i else 0.0) for j in range(n)] for i in range(n)]
-    values = [f(x) for x in simplex]
-    for _ in range(iterations):
-        order = sorted(range(n + 1), key=values.__getitem__)
-        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
-        if abs(values[-1] - values[0]) < TOLERANCE:
+def _to_u(name: str, value: float) -> float:
+    return value / SCALE[name] if name in SCALE else math.log(value)
+
+
+def _from_u(name: str, u: float) -> float:
+    return u * SCALE[name] if name in SCALE else math.exp(u)
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One least-squares sub-fit: `names` fitted on the rows of `ev`, each candidate evaluated as
+    the profile `candidate(values)`; the prior pulls each parameter towards `centre` with `weight`
+    (per squared change in `u`); the search starts from `x0`."""
+
+    ev: Evaluator
+    names: tuple[str, ...]
+    candidate: Callable[[dict[str, float]], Profile]
+    centre: Efficiency
+    weight: float
+    x0: list[float]
+
+
+def _residuals(estimated: pl.Series, measured: pl.Series) -> pl.Series:
+    """log(estimated / measured) per row; null where there is no positive estimate (a MISS)."""
+    return pl.select(pl.when(estimated > 0).then((estimated / measured).log())).to_series()
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a x = b, for a small symmetric positive-definite `a` (Cholesky)."""
+    n = len(b)
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            s = a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
+            low[i][j] = math.sqrt(max(s, 1e-300)) if i == j else s / low[j][j]
+    y = [0.0] * n
+    for i in range(n):
+        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+    return x
+
+
+Search = Generator[list[dict[str, float]], list[pl.Series], dict[str, float]]
+
+
+def _levenberg_marquardt(p: _Problem) -> Search:
+    """Minimise mean squared log error + prior over `p.names` within BOUNDS: yields the candidates
+    it needs evaluated (lists of parameter values), is sent their estimates, returns the values.
+    A parameter at a bound that the gradient pushes outwards is held there for the step."""
+    names, n = p.names, len(p.names)
+    lo = [_to_u(k, BOUNDS[k][0]) for k in names]
+    hi = [_to_u(k, BOUNDS[k][1]) for k in names]
+    centre = [_to_u(k, getattr(p.centre, k)) for k in names]
+    measured = p.ev.rows["measured"]
+    rows = len(measured)
+
+    def values(u: list[float]) -> dict[str, float]:
+        return {k: _clip(k, _from_u(k, v)) for k, v in zip(names, u, strict=True)}
+
+    def loss(r: pl.Series, u: list[float]) -> float:
+        data = pl.select(r.pow(2).fill_null(MISS).mean()).item() if rows else 0.0
+        return data + p.weight * sum((v - c) ** 2 for v, c in zip(u, centre, strict=True))
+
+    u = [min(max(_to_u(k, _clip(k, x)), a), b) for k, x, a, b in zip(names, p.x0, lo, hi, strict=True)]
+    (estimated,) = yield [values(u)]
+    r = _residuals(estimated, measured)
+    f = loss(r, u)
+    damping = LM_DAMPING
+    for _ in range(LM_ITERATIONS):
+        steps = [LM_STEP if u[j] + LM_STEP <= hi[j] else -LM_STEP for j in range(n)]
+        shifted = [[v + (steps[j] if i == j else 0.0) for i, v in enumerate(u)] for j in range(n)]
+        columns = yield [values(v) for v in shifted]
+        # the Jacobian of the log errors (0 where either estimate is a miss), its normal equations
+        frame = pl.DataFrame({"r": r, **{f"j{j}": _residuals(e, measured) for j, e in enumerate(columns)}})
+        d = [((pl.col(f"j{j}") - pl.col("r")) / steps[j]).fill_null(0.0) for j in range(n)]
+        sums = frame.select(
+            *[(d[j] * d[k]).sum().alias(f"a{j}_{k}") for j in range(n) for k in range(j + 1)],
+            *[(d[j] * pl.col("r")).sum().alias(f"g{j}") for j in range(n)],
+        ).row(0, named=True)
+        a = [[sums[f"a{max(j, k)}_{min(j, k)}"] / rows for k in range(n)] for j in range(n)]
+        g = [sums[f"g{j}"] / rows + p.weight * (u[j] - centre[j]) for j in range(n)]
+        for j in range(n):
+            a[j][j] += p.weight
+        free = [j for j in range(n) if not ((u[j] <= lo[j] and g[j] > 0) or (u[j] >= hi[j] and g[j] < 0))]
+        accepted = False
+        while free and damping < 1e8:
+            trials = []
+            for factor in LM_TRIALS:
+                lam = damping * factor
+                m = [[a[j][k] + (lam * a[j][j] if j == k else 0.0) for k in free] for j in free]
+                step = _solve(m, [-g[j] for j in free])
+                t = list(u)
+                for j, s in zip(free, step, strict=True):
+                    t[j] = min(max(u[j] + s, lo[j]), hi[j])
+                trials.append((lam, t))
+            outs = yield [values(t) for _, t in trials]
+            scored = []
+            for (lam, t), e in zip(trials, outs, strict=True):
+                rt = _residuals(e, measured)
+                scored.append((loss(rt, t), lam, t, rt))
+            best = min(scored, key=lambda s: s[0])  # the first of equals: the least damped
+            if best[0] < f:
+                gain = f - best[0]
+                f, damping, u, r = best
+                accepted = True
+                break
+            damping *= 100.0  # no trial lowered the loss: shorter steps from the same Jacobian
+        if not accepted or gain < LM_TOLERANCE:
             break
-        centroid = [sum(x[j] for x in simplex[:-1]) / n for j in range(n)]
-        worst = simplex[-1]
-        reflect = [centroid[j] + (centroid[j] - worst[j]) for j in range(n)]
-        fr = f(reflect)
-        if fr < values[0]:
-            expand_ = [centroid[j] + 2 * (centroid[j] - worst[j]) for j in range(n)]
-            fe = f(expand_)
-            simplex[-1], values[-1] = (expand_, fe) if fe < fr else (reflect, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = reflect, fr
-        else:
-            contract = [centroid[j] + 0.5 * (worst[j] - centroid[j]) for j in range(n)]
-            fc = f(contract)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = contract, fc
-            else:
-                best = simplex[0]
-                simplex = [best] + [[best[j] + 0.5 * (x[j] - best[j]) for j in range(n)] for x in simplex[1:]]
-                values = [values[0]] + [f(x) for x in simplex[1:]]
-    return simplex[min(range(n + 1), key=values.__getitem__)]
+        damping = max(damping / 3.0, 1e-9)
+    return values(u)
 
 
-def _loss(ev: Evaluator, estimated: pl.Series) -> float:
-    """Mean squared log error over every row of `ev`; an estimate that cannot be made (does not
-    fit, or is not a positive number) counts as a large miss (25, a factor of e^5)."""
-    if not len(estimated):
-        return 0.0
-    e, m = estimated, ev.rows["measured"]
-    return pl.select(pl.when(e > 0).then((e / m).log().pow(2)).otherwise(25.0).mean()).item()
+def _minimise(problems: Sequence[_Problem]) -> list[dict[str, float]]:
+    """Run every sub-fit's search at once: each round, the candidates all of them ask for are
+    evaluated in one estimator pass. Independent sub-fits (one per GPU family, per engine) cost
+    about as much together as one alone."""
+    searches = [_levenberg_marquardt(p) for p in problems]
+    found: dict[int, dict[str, float]] = {}
+    asked = {i: next(s) for i, s in enumerate(searches)}
+    rounds: _Rounds | None = getattr(_side, "rounds", None)
+    while asked:
+        requests = [(problems[i].ev, problems[i].candidate(x)) for i, xs in asked.items() for x in xs]
+        results = iter(rounds.evaluate(_side.fit, requests) if rounds else evaluate_many(requests))
+        answers = {i: [next(results)["estimated"] for _ in xs] for i, xs in asked.items()}
+        asked = {}
+        for i, estimates in answers.items():
+            try:
+                asked[i] = searches[i].send(estimates)
+            except StopIteration as done:
+                found[i] = done.value
+    return [found[i] for i in range(len(problems))]
+
+
+_side = threading.local()  # in a thread of _side_by_side: its `rounds` and the index of its `fit`
+
+
+class _Rounds:
+    """Fits run side by side (the folds of a cross-validation), their evaluations pooled: a round
+    waits until every fit still running has asked for its candidates, then evaluates all of them
+    in one estimator pass, in the fits' order. So a round holds the same asks whatever the
+    threads' timing, and the results are the same from run to run."""
+
+    def __init__(self, fits: int) -> None:
+        self._ready = threading.Condition()
+        self._running = set(range(fits))
+        self._asked: dict[int, list[tuple[Evaluator, Profile]]] = {}
+        self._answers: dict[int, list[pl.DataFrame] | BaseException] = {}
+
+    def evaluate(self, fit: int, requests: list[tuple[Evaluator, Profile]]) -> list[pl.DataFrame]:
+        with self._ready:
+            self._asked[fit] = requests
+            self._run_when_all_asked()
+            while fit not in self._answers:
+                self._ready.wait()
+            answer = self._answers.pop(fit)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def finished(self, fit: int) -> None:
+        with self._ready:
+            self._running.discard(fit)
+            self._run_when_all_asked()
+
+    def _run_when_all_asked(self) -> None:
+        if not self._asked or set(self._asked) != self._running:
+            return
+        order = sorted(self._asked)
+        try:
+            results = iter(evaluate_many([r for i in order for r in self._asked[i]]))
+            self._answers.update({i: [next(results) for _ in self._asked[i]] for i in order})
+        except Exception as e:  # every fit of the round raises it, none waits for ever
+            self._answers.update(dict.fromkeys(order, e))
+        self._asked.clear()
+        self._ready.notify_all()
+
+
+def _side_by_side(fits: Sequence[Callable[[], Profile]]) -> list[Profile]:
+    """Run `fits` (independent fits) in threads of their own, their estimator passes pooled by
+    _Rounds: about as many passes as the longest fit alone needs, where one after another they
+    need the sum (each pass costs tens of milliseconds however few its rows)."""
+    if not fits:
+        return []
+    rounds = _Rounds(len(fits))
+
+    def run(i: int) -> Profile:
+        _side.rounds, _side.fit = rounds, i
+        try:
+            return fits[i]()
+        finally:
+            rounds.finished(i)
+
+    with ThreadPoolExecutor(max_workers=len(fits)) as pool:  # all at once: a round waits for each
+        futures = [pool.submit(run, i) for i in range(len(fits))]
+        return [f.result() for f in futures]
 
 
 def _with(
@@ -118,16 +287,6 @@ def _with(
     return profile.model_copy(update={"defaults": defaults, "families": merged})
 
 
-def _prior(start: Efficiency, params: dict[str, float]) -> float:
-    total = 0.0
-    for name, value in params.items():
-        if name in SCALE:
-            total += ((value - getattr(start, name)) / SCALE[name]) ** 2
-        else:
-            total += math.log(value / getattr(start, name)) ** 2
-    return PRIOR_WEIGHT * total
-
-
 def _clip(name: str, v: float) -> float:
     lo, hi = BOUNDS[name]
     return min(max(v, lo), hi)
@@ -149,20 +308,6 @@ ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s"
 # GEMMs on Blackwell, bf16 on Hopper), and an engine x family without rows keeps the engine's value.
 ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency", "compute_efficiency")
 PRIOR_ROWS = 8
-STEPS = {
-    "bandwidth_efficiency": 0.1,
-    "compute_efficiency": 0.1,
-    "step_overhead_s": 0.0005,
-    "layer_overhead_s": 0.00001,
-    "moe_layer_overhead_s": 0.00002,
-    "request_overhead_s": 0.02,
-    "mtp_acceptance": 0.1,
-    "handoff_overhead_s": 0.1,
-}
-
-
-def _steps(names: tuple[str, ...], warm: bool) -> list[float]:
-    return [STEPS[n] * (WARM_STEP if warm else 1.0) for n in names]
 
 
 def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = None) -> Profile:
@@ -170,38 +315,71 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
     bandwidth efficiency where the family has enough rows (overheads stay shared), then each
     engine's. Priors pull towards `start`; the search starts from `init` when given (a warm start:
     the cross-validation folds start from the fit on every row, which changes where the search
-    begins, not what it minimises)."""
+    begins, not what it minimises). The families' fits are independent of one another (a row
+    depends on its own family's values only), so they run at once; so do the engines'. Then what
+    only the serving modes use (calibrate/serving.py), on their own rows, everything else held."""
     serving = [i for i in rows if ev.measurements[i].serving_mode]
     rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
         return fit_serving(ev, start, serving, init)
-    train = ev.subset(rows)  # each candidate is evaluated on the fitted rows only, all in one pass
+    train = ev.subset(rows)
     origin = init or start
-
-    def shared_loss(x: list[float]) -> float:
-        params = {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, x, strict=True)}
-        return _loss(train, train.estimate_series(_with(start, params, {}))) + _prior(start.defaults, params)
-
-    x0 = [getattr(origin.defaults, n) for n in SHARED_PARAMS]
-    best = _nelder_mead(shared_loss, x0, _steps(SHARED_PARAMS, init is not None))
-    profile = _with(start, {n: _clip(n, v) for n, v in zip(SHARED_PARAMS, best, strict=True)}, {})
+    (shared,) = _minimise(
+        [
+            _Problem(
+                train,
+                SHARED_PARAMS,
+                lambda params: _with(start, params, {}),
+                start.defaults,
+                PRIOR_WEIGHT,
+                [getattr(origin.defaults, n) for n in SHARED_PARAMS],
+            )
+        ]
+    )
+    profile = _with(start, shared, {})
     families = train.families
-    for fam in sorted(set(families)):
-        fam_rows = [i for i, f in enumerate(families) if f == fam]
-        if len(fam_rows) < MIN_FAMILY_ROWS:
-            continue
-        fam_ev = train.subset(fam_rows)
-
-        def fam_loss(x: list[float], fam: str = fam, fam_ev: Evaluator = fam_ev, base: Profile = profile) -> float:
-            override = {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}
-            prior = _prior(base.for_family(fam), override)
-            return _loss(fam_ev, fam_ev.estimate_series(_with(base, {}, {fam: override}))) + prior
-
-        x0 = [getattr((init or profile).for_family(fam), n) for n in FAMILY_PARAMS]
-        x = _nelder_mead(fam_loss, x0, _steps(FAMILY_PARAMS, init is not None), iterations=150)
-        profile = _with(profile, {}, {fam: {n: _clip(n, v) for n, v in zip(FAMILY_PARAMS, x, strict=True)}})
-    # then what only the serving modes use, on their own rows, everything else held
+    fitted = [f for f in sorted(set(families)) if families.count(f) >= MIN_FAMILY_ROWS]
+    problems = [
+        _Problem(
+            train.subset([i for i, f in enumerate(families) if f == fam]),
+            FAMILY_PARAMS,
+            lambda params, fam=fam: _with(profile, {}, {fam: params}),
+            profile.for_family(fam),
+            PRIOR_WEIGHT,
+            [getattr((init or profile).for_family(fam), n) for n in FAMILY_PARAMS],
+        )
+        for fam in fitted
+    ]
+    profile = _with(profile, {}, dict(zip(fitted, _minimise(problems), strict=True)))
     return fit_serving(ev, fit_engines(train, profile, init), serving, init)
+
+
+def _shrunk(
+    ev: Evaluator,
+    profile: Profile,
+    engine: str,
+    family: str,
+    names: tuple[str, ...],
+    init: Profile | None = None,
+    shared: bool = False,
+) -> _Problem:
+    """The sub-fit of `names` for `engine` (its defaults when family is "", else engine x family;
+    with `shared` the profile's defaults, for every engine) on the rows of `ev`, with a prior
+    towards the values in force before, worth PRIOR_ROWS rows (the search starts from `init`'s
+    values when given)."""
+    origin = init or profile
+
+    def place(params: dict[str, float]) -> Profile:
+        return _with(profile, params, {}) if shared else _with(profile, {}, {family: params}, engine=engine)
+
+    return _Problem(
+        ev,
+        names,
+        place,
+        profile.defaults if shared else profile.for_family(family, engine),
+        PRIOR_WEIGHT * PRIOR_ROWS / max(len(ev.measurements), 1),
+        [getattr(origin.defaults if shared else origin.for_family(family, engine), n) for n in names],
+    )
 
 
 def _shrunk_fit(
@@ -213,38 +391,31 @@ def _shrunk_fit(
     init: Profile | None = None,
     shared: bool = False,
 ) -> Profile:
-    """Fit `names` for `engine` (its defaults when family is "", else engine x family; with `shared`
-    the profile's defaults, for every engine) on the rows of `ev`, with a prior towards the values
-    in force before, worth PRIOR_ROWS rows (the search starts from `init`'s values when given)."""
-    start = profile.defaults if shared else profile.for_family(family, engine)
-    weight = PRIOR_ROWS / max(len(ev.measurements), 1)
-
-    def place(params: dict[str, float]) -> Profile:
-        return _with(profile, params, {}) if shared else _with(profile, {}, {family: params}, engine=engine)
-
-    def loss(x: list[float]) -> float:
-        params = {n: _clip(n, v) for n, v in zip(names, x, strict=True)}
-        return _loss(ev, ev.estimate_series(place(params))) + weight * _prior(start, params)
-
-    origin = init or profile
-    x0 = [getattr(origin.defaults if shared else origin.for_family(family, engine), n) for n in names]
-    x = _nelder_mead(loss, x0, _steps(names, init is not None), iterations=150)
-    return place({n: _clip(n, v) for n, v in zip(names, x, strict=True)})
+    """`profile` with `names` fitted as _shrunk describes (one sub-fit alone)."""
+    problem = _shrunk(ev, profile, engine, family, names, init, shared)
+    return problem.candidate(_minimise([problem])[0])
 
 
 def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:
     """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS), then each
-    of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent."""
+    of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent.
+    An engine's rows depend on its own values only: the engines are fitted at once, then every
+    engine x family."""
     engines, families = train.engines, train.families
-    for engine in sorted(set(engines) - {"generic"}):
-        rows = [i for i, e in enumerate(engines) if e == engine]
-        if len(rows) < MIN_FAMILY_ROWS:
-            continue
-        profile = _shrunk_fit(train.subset(rows), profile, engine, "", ENGINE_PARAMS, init)
-        for fam in sorted({families[i] for i in rows}):
-            fam_rows = [i for i in rows if families[i] == fam]
-            if len(fam_rows) >= MIN_FAMILY_ROWS:
-                profile = _shrunk_fit(train.subset(fam_rows), profile, engine, fam, ENGINE_FAMILY_PARAMS, init)
+    rows = {e: [i for i, x in enumerate(engines) if x == e] for e in sorted(set(engines) - {"generic"})}
+    fitted = [e for e, r in rows.items() if len(r) >= MIN_FAMILY_ROWS]
+    problems = [_shrunk(train.subset(rows[e]), profile, e, "", ENGINE_PARAMS, init) for e in fitted]
+    for engine, values in zip(fitted, _minimise(problems), strict=True):
+        profile = _with(profile, {}, {"": values}, engine=engine)
+    pairs = {
+        (e, fam): [i for i in rows[e] if families[i] == fam]
+        for e in fitted
+        for fam in sorted({families[i] for i in rows[e]})
+    }
+    pairs = {k: r for k, r in pairs.items() if len(r) >= MIN_FAMILY_ROWS}
+    problems = [_shrunk(train.subset(r), profile, e, fam, ENGINE_FAMILY_PARAMS, init) for (e, fam), r in pairs.items()]
+    for (engine, fam), values in zip(pairs, _minimise(problems), strict=True):
+        profile = _with(profile, {}, {fam: values}, engine=engine)
     return profile
 
 
@@ -272,13 +443,15 @@ def cross_validate(
     starts, e.g. the fit on every row)."""
     ms = ev.measurements
     sources = [group(m) for m in ms]
+    held = sorted(set(sources))
+    tests = [[i for i, s in enumerate(sources) if s == h] for h in held]
+    trains = [[i for i, s in enumerate(sources) if s != h] for h in held]
+    # the folds are fitted side by side (their estimator passes pooled), then scored in one pass
+    profiles = _side_by_side([lambda rows=rows: fit(ev, start, rows, init) for rows in trains])
+    scored = evaluate_many([(ev.subset(test), profile) for test, profile in zip(tests, profiles, strict=True)])
     estimated: list[float | None] = [None] * len(ms)
-    for held in sorted(set(sources)):
-        train = [i for i, s in enumerate(sources) if s != held]
-        test = [i for i, s in enumerate(sources) if s == held]
-        profile = fit(ev, start, train, init)
-        values = ev.subset(test).estimate(profile)
-        for i, value in zip(test, values, strict=True):
+    for test, out in zip(tests, scored, strict=True):
+        for i, value in zip(test, out["estimated"].to_list(), strict=True):
             estimated[i] = value
     return comparison_frame(ms, estimated)
 

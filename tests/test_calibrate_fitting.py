@@ -1,0 +1,122 @@
+"""The fit's machinery: many candidates in one estimator pass, and the Levenberg-Marquardt search
+checked against an independent minimiser on synthetic measurements."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from polars.testing import assert_frame_equal
+
+from llmsweep import calibrate as cal
+from llmsweep.calibrate import fitting
+from llmsweep.calibrate.comparison import evaluate_many
+
+from .conftest import DATA
+
+
+@pytest.fixture
+def dev(catalog):
+    measured, _ = cal.read_measurements(DATA / "measured-dev.csv", catalog)
+    return cal.Evaluator.build(measured, catalog.profile("literature"), catalog)
+
+
+def test_many_candidates_in_one_pass_are_each_as_alone(dev, catalog):
+    evens = dev.subset(range(0, len(dev.measurements), 2))
+    empty = dev.subset([])
+    requests = [
+        (dev, catalog.profile("literature")),
+        (evens, catalog.profile("default")),
+        (empty, catalog.profile("ideal")),
+    ]
+    together = evaluate_many(requests)
+    for (ev, profile), out in zip(requests, together, strict=True):
+        assert_frame_equal(out, ev.evaluate(profile))
+    assert together[1].height == len(evens.measurements) and together[2].height == 0
+
+
+def synthetic(dev: cal.Evaluator, catalog, truth: float, faster: float = 1.0) -> tuple[cal.Evaluator, cal.Profile]:
+    """The decode rows of measured-dev.csv (Apple's aside: `literature` gives that family its own
+    bandwidth efficiency), their `measured` replaced by `faster` x the estimate of `literature`
+    with the shared bandwidth efficiency `truth`."""
+    start = catalog.profile("literature")
+    rows = [
+        i
+        for i, (m, f) in enumerate(zip(dev.measurements, dev.families, strict=True))
+        if f != "apple" and m.metric == "decode_tok_s_per_seq"
+    ]
+    sub = dev.subset(rows)
+    made = sub.estimate(fitting._with(start, {"bandwidth_efficiency": truth}, {}))
+    ms = [replace(m, measured=v * faster) for m, v in zip(sub.measurements, made, strict=True)]
+    return cal.Evaluator.build(ms, start, catalog), start
+
+
+def problem(ev: cal.Evaluator, start: cal.Profile, x0: float) -> fitting._Problem:
+    return fitting._Problem(
+        ev, ("bandwidth_efficiency",), lambda p: fitting._with(start, p, {}), start.defaults, fitting.PRIOR_WEIGHT, [x0]
+    )
+
+
+def test_the_search_finds_the_minimum_a_golden_section_search_finds(dev, catalog):
+    """Decode rows made with bandwidth efficiency 0.6 (literature: 0.75): the loss is their mean
+    squared log error + 0.1 x log(b / 0.75)^2, whose minimum lies between 0.6 and 0.75 (the prior
+    pulls towards 0.75). A golden-section search on the same loss, 40 steps, agrees to 0.1 %."""
+    ev, start = synthetic(dev, catalog, 0.6)
+    assert len(ev.measurements) >= 30
+    (found,) = fitting._minimise([problem(ev, start, 0.75)])
+
+    def loss(b: float) -> float:
+        est = ev.estimate(fitting._with(start, {"bandwidth_efficiency": b}, {}))
+        errors = [math.log(e / m.measured) ** 2 for e, m in zip(est, ev.measurements, strict=True)]
+        return sum(errors) / len(errors) + 0.1 * math.log(b / 0.75) ** 2
+
+    lo, hi, phi = 0.3, 0.95, (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        a, b = hi - phi * (hi - lo), lo + phi * (hi - lo)
+        lo, hi = (lo, b) if loss(a) < loss(b) else (a, hi)
+    assert 0.6 < found["bandwidth_efficiency"] < 0.75
+    assert found["bandwidth_efficiency"] == pytest.approx((lo + hi) / 2, rel=1e-3)
+
+
+def test_a_value_beyond_its_bound_stops_at_the_bound(dev, catalog):
+    """Rows 1.5 times faster than bandwidth efficiency 0.95 gives (1.43, beyond what a GPU
+    reaches): the fit stops at the upper bound, 0.95, exactly."""
+    ev, start = synthetic(dev, catalog, 0.95, faster=1.5)
+    (found,) = fitting._minimise([problem(ev, start, 0.75)])
+    assert found["bandwidth_efficiency"] == fitting.BOUNDS["bandwidth_efficiency"][1]
+
+
+def test_sub_fits_run_at_once_give_what_each_gives_alone(dev, catalog):
+    """Up to rounding: a sum over a slice of the stacked estimates may add in another order."""
+    one, start = synthetic(dev, catalog, 0.6)
+    two, _ = synthetic(dev, catalog, 0.8)
+    together = fitting._minimise([problem(one, start, 0.75), problem(two, start, 0.5)])
+    alone = [fitting._minimise([problem(one, start, 0.75)])[0], fitting._minimise([problem(two, start, 0.5)])[0]]
+    for a, b in zip(together, alone, strict=True):
+        assert a["bandwidth_efficiency"] == pytest.approx(b["bandwidth_efficiency"], rel=1e-12)
+    assert together[0]["bandwidth_efficiency"] < 0.75 < together[1]["bandwidth_efficiency"]
+
+
+def test_folds_side_by_side_give_what_each_gives_alone(dev, catalog):
+    """Up to rounding, as above: the folds' passes are pooled, their results the same."""
+    start = catalog.profile("literature")
+    rows = list(range(len(dev.measurements)))
+    folds = [rows[::2], rows[1::2], rows[: len(rows) // 2]]
+    together = fitting._side_by_side([lambda r=r: cal.fit(dev, start, r) for r in folds])
+    for profile, r in zip(together, folds, strict=True):
+        alone = cal.fit(dev, start, r)
+        assert profile.defaults.bandwidth_efficiency == pytest.approx(alone.defaults.bandwidth_efficiency, rel=1e-9)
+        assert profile.engines.keys() == alone.engines.keys()
+    again = fitting._side_by_side([lambda r=r: cal.fit(dev, start, r) for r in folds])
+    assert again == together  # the same rounds whatever the threads' timing: the same profiles
+
+
+def test_a_fold_that_fails_stops_the_others_waiting(dev, catalog):
+    start = catalog.profile("literature")
+
+    def broken() -> cal.Profile:
+        raise cal.LlmsweepError("fold failed")
+
+    with pytest.raises(cal.LlmsweepError, match="fold failed"):
+        fitting._side_by_side([lambda: cal.fit(dev, start, list(range(len(dev.measurements)))), broken])
