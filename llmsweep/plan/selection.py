@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from llmsweep.columns import c, text
+from llmsweep.columns import SCHEMA, c, text
 from llmsweep.estimate import add_batch_estimates, modes
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.sizing import (
+    AT_CAPACITY,
     UNSIZABLE,
     _drop_private,
     add_plan_columns,
@@ -107,6 +108,8 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
             concurrency=c.batch.cast(pl.Float64),
             offered_requests_per_s=c.requests_per_s_per_replica,
             capacity_requests_per_s=pl.when(c.meets_slo).then(c.requests_per_s_per_replica),
+            # what limits a replica's capacity is read in the open loop, at a workload only
+            **{n: pl.lit(None, SCHEMA[n]) for n in AT_CAPACITY},
         )
     miss = slo_miss(plan.slo)
     if plan.workload is not None:  # a fleet that cannot be sized says so first

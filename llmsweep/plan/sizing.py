@@ -14,7 +14,7 @@ from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import DEFAULT_POWER_UTILIZATION, FLEET_COLUMNS, FLEET_FIELDS, fleet_columns
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.prices import price_table
-from llmsweep.plan.slo import meets_slo, within_targets
+from llmsweep.plan.slo import meets_slo, slo_checks, within_targets
 from llmsweep.spec import WorkloadSpec
 
 
@@ -161,6 +161,44 @@ def unsized(frame):
     )
 
 
+AT_CAPACITY = ("capacity_limit", "capacity_decode_batch", "capacity_tpot_s", "capacity_ttft_s", "capacity_prefill_busy")
+SATURATED = "saturated"  # capacity_limit when a pool or the KV-cache slots are full, no target first
+_ABOVE = 1.001  # just above capacity: where the first target to fail is read
+
+
+def at_capacity(frame: pl.DataFrame, plan: PlanInputs) -> dict[str, pl.Series]:
+    """What a replica does at its capacity (`capacity_requests_per_s`) and what stops it doing more:
+    the decode batch, TPOT, TTFT (the targets' statistic) and the share of time prompts take there,
+    and `capacity_limit`, the first target missed (or saturation) at 1.001 x capacity. Empty for
+    options with no capacity."""
+    ok = c.fits & (c.capacity_requests_per_s > 0)
+    checks = slo_checks(plan.slo)
+    ttft = checks[0][0] if checks and checks[0][0].startswith("ttft") else "ttft_s"
+
+    def loop(factor: float) -> pl.DataFrame:
+        rate = c.capacity_requests_per_s.fill_null(0.0) * factor
+        return modes.apply(frame, lambda rows, disagg: modes.open_loop(rows, rate, disagg))
+
+    at, above = loop(1.0), loop(_ABOVE)
+    busy = at["prefill_utilization"] if "prefill_utilization" in at.columns else None
+    busy = pl.coalesce(busy, at["prefill_fraction"]) if busy is not None else at["prefill_fraction"]
+    limit = pl.when(above["saturated"]).then(pl.lit(SATURATED))
+    for name, _value, target in checks:
+        limit = limit.when(pl.lit(above[name]) > target).then(pl.lit(name))
+    limit = pl.select(limit.otherwise(None).cast(pl.Categorical)).to_series()
+    fits = frame.select(ok.fill_null(False)).to_series()
+    return {
+        name: pl.select(pl.when(fits).then(values)).to_series().alias(name)
+        for name, values in {
+            "capacity_limit": limit,
+            "capacity_decode_batch": at["decode_batch"],
+            "capacity_tpot_s": at["tpot_s"],
+            "capacity_ttft_s": at[ttft],
+            "capacity_prefill_busy": busy,
+        }.items()
+    }
+
+
 def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     """Options sized for the workload (open loop, DESIGN.md §4): each replica's capacity is the largest
     Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
@@ -178,6 +216,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
     frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64))
     frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
+    frame = frame.with_columns(**at_capacity(frame, plan))
     rate = pl.col("_rate").fill_null(0.0)
     served = modes.apply(frame, lambda rows, disagg: modes.open_loop(rows, rate, disagg))
     point = [
