@@ -138,8 +138,15 @@ def _how(o: dict) -> str:
 
 
 def _fleet(o: dict) -> str:
+    """'40 × b200', with how it serves when that is more than an aggregated replica: '40 × b200
+    (disaggregated 4P1D, MTP)'."""
     n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
-    return f"{n:,} × {o['gpu']}"
+    served = []
+    if o.get("mode") == "disaggregated":
+        served.append(f"disaggregated {o['prefill_workers']}P{o['decode_workers']}D")
+    if o.get("speculative") not in (None, "none"):
+        served.append(METHODS.get(o["speculative"], o["speculative"]))
+    return f"{n:,} × {o['gpu']}" + (f" ({', '.join(served)})" if served else "")
 
 
 def answer(
@@ -197,3 +204,280 @@ def answer(
         shown = money(more) if fleets else per_token(more)
         text += f"; {kind}, {what}, costs {shown} more {unit}" if more > 0 else f"; {kind}, {what}, costs the same"
     return text + "."
+
+
+# -- serving modes: how an option serves, and which mode is cheapest per GPU --------------------------------------
+LINKS = {"scale-up": "NVLink (one scale-up domain)", "scale-out": "the network (NICs)"}
+METHODS = {"mtp": "MTP", "eagle": "EAGLE", "draft": "a draft model"}
+LIMITS = {
+    "ttft_s": "the TTFT target",
+    "ttft_p90_s": "the p90 TTFT target",
+    "ttft_p99_s": "the p99 TTFT target",
+    "tpot_s": "the TPOT target",
+    "request_latency_s": "the request-latency target",
+}
+
+
+def _disaggregated(o: dict) -> bool:
+    return o.get("mode") == "disaggregated"
+
+
+def _workers(n: int, kind: str) -> str:
+    return f"{n} {kind} worker{'s' if n != 1 else ''}"
+
+
+def pools(o: dict) -> str:
+    """'3P1D' for a disaggregated option, '' for an aggregated one."""
+    return f"{o['prefill_workers']}P{o['decode_workers']}D" if _disaggregated(o) else ""
+
+
+def prefill_layout(o: dict) -> str:
+    """A prefill worker's layout, spelled as f_layout spells a replica's."""
+    return f_layout({k: o.get(f"prefill_{k}") for k in ("tp", "pp", "ep", "dp_attention")})
+
+
+def pools_text(o: dict) -> str:
+    """'1P3D: 1 prefill worker of tp8 ep8 + 3 decode workers of tp1 dp-attn8 ep8'; '' when aggregated."""
+    if not _disaggregated(o):
+        return ""
+    prefill = _workers(o["prefill_workers"], "prefill")
+    decode = _workers(o["decode_workers"], "decode")
+    return f"{pools(o)}: {prefill} of {prefill_layout(o)} + {decode} of {f_layout(o)}"
+
+
+def kv_text(o: dict) -> str:
+    """'KV cache over the network (NICs), 14.4 ms a prompt'; '' when aggregated."""
+    if not _disaggregated(o) or o.get("kv_link") is None:
+        return ""
+    when = f", {seconds_exact(o['kv_transfer_s'])} a prompt" if not _missing(o.get("kv_transfer_s")) else ""
+    return f"KV cache over {LINKS.get(o['kv_link'], o['kv_link'])}{when}"
+
+
+def seconds_exact(v: float) -> str:
+    """Times that may be well under a millisecond: 0.81 ms, 14.4 ms, 1.25 s."""
+    if v < 0.01:
+        return f"{v * 1e3:.2f} ms"
+    return f"{v * 1e3:,.1f} ms" if v < 1 else f"{v:,.2f} s"
+
+
+def speculation_given(o: dict, settings: list[dict] | None) -> bool:
+    """True when the sweep states the acceptance of the option's speculative setting (else the profile's
+    default is assumed). `settings`: the manifest's `speculative` entries."""
+    for s in settings or []:
+        same = s.get("method") == o.get("speculative") and s.get("draft_tokens") == o.get("draft_tokens")
+        if same and (s.get("acceptance") is not None or s.get("tokens_per_step") is not None):
+            return True
+    return False
+
+
+def speculation_text(o: dict, settings: list[dict] | None = None, profile: str = "") -> str:
+    """'MTP, 1 drafted token, acceptance 0.85 assumed (the default profile's), 1.85 tokens a step', or
+    '... acceptance 0.7 (the sweep's) ...'; '' without speculative decoding."""
+    method = o.get("speculative")
+    if method in (None, "none") or not o.get("draft_tokens"):
+        return ""
+    name = METHODS.get(method, method)
+    if method == "draft" and o.get("draft_model"):
+        name = f"draft model {o['draft_model']}"
+    k = o["draft_tokens"]
+    source = "(the sweep's)" if speculation_given(o, settings) else f"assumed (the {profile or 'efficiency'} profile's)"
+    alpha = o.get("acceptance_rate")
+    accepted = f", acceptance {alpha:.2f} {source}" if not _missing(alpha) else ""
+    e = o.get("tokens_per_step")
+    step = f", {e:.2f} tokens a step" if not _missing(e) else ""
+    return f"{name}, {k} drafted token{'s' if k != 1 else ''}{accepted}{step}"
+
+
+def speculation_statement(rows: list[dict], settings: list[dict] | None = None, profile: str = "") -> str:
+    """Once per report: the acceptance each speculative method was estimated with, and that it is an
+    assumption ('' without speculative decoding): 'Speculative decoding: MTP with 1 drafted token at
+    acceptance 0.85, the default profile's mtp_acceptance (the sweep states none). Acceptance depends
+    on the traffic (...); measure it on yours.'"""
+    seen: dict[tuple, str] = {}
+    for o in rows:
+        method, k, alpha = o.get("speculative"), o.get("draft_tokens"), o.get("acceptance_rate")
+        if method in (None, "none") or not k or _missing(alpha) or (method, k, alpha) in seen:
+            continue
+        name = METHODS.get(method, method)
+        tokens = f"{k} drafted token{'s' if k != 1 else ''}"
+        if speculation_given(o, settings):
+            source = "as the sweep states"
+        else:
+            source = f"the {profile or 'efficiency'} profile's {method}_acceptance (the sweep states none)"
+        seen[(method, k, alpha)] = f"{name} with {tokens} at acceptance {alpha:.2f}, {source}"
+    if not seen:
+        return ""
+    return (
+        "Speculative decoding: " + "; ".join(seen.values()) + ". The acceptance is an assumption: it depends on "
+        "the traffic (chat and code accept more drafted tokens than random-token benchmark prompts), so measure "
+        "it on yours; TPOT scales with 1 / tokens a step."
+    )
+
+
+def prefix_text(o: dict) -> str:
+    """'prefix cache: 50 % of prompt tokens (a prefix every request shares)'; '' without one."""
+    h = o.get("prefix_hit_rate")
+    if _missing(h) or not h:
+        return ""
+    shared = " (a prefix every request shares, held once)" if o.get("prefix_shared") else ""
+    return f"prefix cache: {h:.0%} of prompt tokens{shared}"
+
+
+def serving_text(o: dict, settings: list[dict] | None = None, profile: str = "") -> str:
+    """How an option serves beyond its layout, each part only when it applies: 'KV cache over ... ·
+    MTP, ... · prefix cache: ...' ('' for a plain aggregated replica; pools_text has the pools)."""
+    parts = [kv_text(o), speculation_text(o, settings, profile), prefix_text(o)]
+    return " · ".join(p for p in parts if p)
+
+
+SHORT_LINKS = {"scale-up": "NVLink", "scale-out": "network"}
+
+
+def pools_short(o: dict) -> str:
+    """'4P1D · prefill tp8 ep8 · decode tp1 dp-attn8 ep8' ('' aggregated): a table cell's pools."""
+    if not _disaggregated(o):
+        return ""
+    return f"{pools(o)} · prefill {prefill_layout(o)} · decode {f_layout(o)}"
+
+
+def serving_tag(o: dict) -> str:
+    """The fewest words that tell options apart on a narrow screen: '4P1D + MTP', 'aggregated'."""
+    spec = o.get("speculative")
+    extra = f" + {METHODS.get(spec, spec)}" if spec not in (None, "none") else ""
+    return (pools(o) or "aggregated") + extra
+
+
+def serving_short(o: dict) -> str:
+    """A table cell's serving details: 'KV over network, 14.4 ms · MTP k=1, α 0.85 · prefix 50%'
+    ('' for a plain aggregated replica); speculation_statement says where the acceptance comes from."""
+    parts = []
+    if _disaggregated(o) and o.get("kv_link") is not None:
+        when = f", {seconds_exact(o['kv_transfer_s'])}" if not _missing(o.get("kv_transfer_s")) else ""
+        parts.append(f"KV over {SHORT_LINKS.get(o['kv_link'], o['kv_link'])}{when}")
+    method = o.get("speculative")
+    if method not in (None, "none") and o.get("draft_tokens"):
+        alpha = o.get("acceptance_rate")
+        accepted = f", α {alpha:.2f}" if not _missing(alpha) else ""
+        parts.append(f"{METHODS.get(method, method)} k={o['draft_tokens']}{accepted}")
+    h = o.get("prefix_hit_rate")
+    if not _missing(h) and h:
+        parts.append(f"prefix {h:.0%}")
+    return " · ".join(parts)
+
+
+def option_name(o: dict) -> str:
+    """A short name for an option in a sentence: 'disaggregated 3P1D (prefill tp8 ep8, decode tp1 dp-attn8
+    ep8) with MTP', 'aggregated tp8 ep8'."""
+    spec = o.get("speculative")
+    with_spec = f" with {METHODS.get(spec, spec)}" if spec not in (None, "none") else ""
+    if _disaggregated(o):
+        return f"disaggregated {pools(o)} (prefill {prefill_layout(o)}, decode {f_layout(o)}){with_spec}"
+    return f"aggregated {f_layout(o)}{with_spec}"
+
+
+def _cost(o: dict, fleets: bool) -> float | None:
+    v = o.get("fleet_usd_per_million_output_tokens") if fleets else o.get("usd_per_million_output_tokens")
+    return None if _missing(v) else v
+
+
+def saturation(o: dict) -> str:
+    """What is full when a replica saturates at its capacity: its prefill pool, its KV cache, or its
+    decode steps (an aggregated replica: prompts and decode steps together)."""
+    busy, batch = o.get("capacity_prefill_busy"), o.get("capacity_decode_batch")
+    slots = o.get("max_batch")
+    if not _missing(batch) and slots and batch >= 0.95 * slots:
+        where = "a decode worker" if _disaggregated(o) else "a replica"
+        return f"its KV cache holds no more than {slots:,} sequences {where}"
+    if _disaggregated(o):
+        return "its prefill pool is full" if not _missing(busy) and busy >= 0.95 else "its decode steps are full"
+    return "prompts and decode steps fill it"
+
+
+def _at_capacity(o: dict, subject: str) -> str:
+    """What a replica does at its capacity and what stops it: 'it takes 27.1 requests/s up to the p90
+    TTFT target, 4 prefill workers 98% busy and 1 decode worker running 817 sequences at TPOT 29 ms
+    with no prefill interference'."""
+    cap, limit = o.get("capacity_requests_per_s"), o.get("capacity_limit")
+    batch, tpot, busy = o.get("capacity_decode_batch"), o.get("capacity_tpot_s"), o.get("capacity_prefill_busy")
+    if any(_missing(v) for v in (cap, batch, tpot, busy)) or not cap:
+        return ""
+    stop = f"saturated: {saturation(o)}" if limit == "saturated" else f"up to {LIMITS.get(limit, limit)}"
+    if _disaggregated(o):
+        prefill = _workers(o["prefill_workers"], "prefill")
+        decode = _workers(o["decode_workers"], "decode")
+        return (
+            f"{subject} takes {cap:,.3g} requests/s ({stop}), {prefill} {busy:.0%} busy and {decode} running "
+            f"{batch:,.0f} sequences at TPOT {seconds(tpot)} with no prefill interference"
+        )
+    return (
+        f"{subject} takes {cap:,.3g} requests/s ({stop}), prompts taking {busy:.0%} of its time between decode "
+        f"steps of {batch:,.0f} sequences (TPOT {seconds(tpot)})"
+    )
+
+
+def serving_comparison(offers: list[dict], fleets: bool) -> list[str]:
+    """For a sweep that compares serving modes: per GPU (the offer of its best-ranked option), which
+    mode is cheapest, by how much and why (what each replica does at its capacity, and the GPUs each
+    fleet needs), from the best option of each mode there (`offers`: the first table's rows); and for
+    one that compares speculative decoding, what it changes there. [] when neither applies (or no
+    option meets the targets)."""
+    out = []
+    unit = "per million output tokens"
+    ranked = [o for o in offers if o.get("rank") is not None and _cost(o, fleets) is not None]
+    for gpu in dict.fromkeys(o["gpu"] for o in ranked):
+        offer = next(o for o in ranked if o["gpu"] == gpu).get("offer")
+        mine = [o for o in ranked if o["gpu"] == gpu and o.get("offer") == offer]
+        best = {}
+        for mode in ("aggregated", "disaggregated"):
+            of_mode = [o for o in mine if o.get("mode") == mode]
+            best[mode] = min(of_mode, key=lambda o: _cost(o, fleets)) if of_mode else None
+        agg, dis = best["aggregated"], best["disaggregated"]
+        if agg is not None and dis is not None:
+            out.append(_mode_sentence(gpu, agg, dis, fleets, unit))
+        spec = _speculation_effect(mine, fleets, unit)
+        if spec:
+            out.append(spec)
+    return out
+
+
+def _mode_sentence(gpu: str, agg: dict, dis: dict, fleets: bool, unit: str) -> str:
+    win, lose = (dis, agg) if _cost(dis, fleets) <= _cost(agg, fleets) else (agg, dis)
+    saving = 1 - _cost(win, fleets) / _cost(lose, fleets)
+    other = "aggregated" if win is dis else "disaggregated"
+    than = f"the best {other} option ({option_name(lose)})"
+    if saving < 0.005:
+        text = f"On {gpu}, {option_name(win)} costs the same {unit} as {than}"
+    else:
+        text = f"On {gpu}, {option_name(win)} is {saving:.0%} cheaper {unit} than {than}"
+    if fleets and win.get("fleet_gpus") is not None and lose.get("fleet_gpus") is not None:
+        text += f", {win['fleet_gpus']:,} GPUs for the traffic against {lose['fleet_gpus']:,}"
+    article = "an" if other[0] == "a" else "a"
+    why = [w for w in (_at_capacity(win, "a replica"), _at_capacity(lose, f"{article} {other} one")) if w]
+    if why:
+        text += ". At capacity " + "; ".join(why)
+    return text + "."
+
+
+def _speculation_effect(mine: list[dict], fleets: bool, unit: str) -> str:
+    """What speculative decoding changes on one GPU: its best option with it against its best without."""
+    on = [o for o in mine if o.get("speculative") not in (None, "none")]
+    off = [o for o in mine if o.get("speculative") in (None, "none")]
+    if not on or not off:
+        return ""
+    a = min(off, key=lambda o: _cost(o, fleets))
+    b = min(on, key=lambda o: _cost(o, fleets))
+    change = 1 - _cost(b, fleets) / _cost(a, fleets)
+    name = METHODS.get(b["speculative"], b["speculative"])
+    tpot = f"TPOT at capacity {seconds(a['capacity_tpot_s'])} without it, {seconds(b['capacity_tpot_s'])} with it"
+    if _missing(a.get("capacity_tpot_s")) or _missing(b.get("capacity_tpot_s")):
+        tpot = f"TPOT {seconds(a['tpot_s'])} without it, {seconds(b['tpot_s'])} with it"
+    if abs(change) < 0.005:
+        what = f"{name} does not change the cost {unit}"
+        limit = b.get("capacity_limit")
+        if limit == "saturated":
+            what += f": the replica saturates ({saturation(b)}) whatever its TPOT"
+        elif limit and limit != "tpot_s":
+            what += f": {LIMITS.get(limit, limit)} bounds its capacity, not the decode step"
+        return f"On {mine[0]['gpu']}, {what} ({tpot})."
+    more = "cheaper" if change > 0 else "dearer"
+    return f"On {mine[0]['gpu']}, {name} makes the best option {abs(change):.0%} {more} {unit} ({tpot})."

@@ -60,12 +60,32 @@ def _smallest_layout(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
 
 
 SERIES_KEYS = ["model", "gpu", "precision", "tp", "pp", "ep", "dp_attention"]
+# A series' serving mode (when the results have one): the same decode layout aggregated and
+# disaggregated, with and without speculative decoding, are different options.
+SERVING_KEYS = [
+    "mode",
+    "speculative",
+    "prefill_workers",
+    "decode_workers",
+    "prefill_tp",
+    "prefill_pp",
+    "prefill_ep",
+    "prefill_dp_attention",
+]
+POINT_ONLY = "_point_only"  # a series drawn from its plan row alone (no estimates row has its worker counts)
+
+
+def series_keys(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
+    """SERIES_KEYS and the serving keys the frame has."""
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    return [*SERIES_KEYS, *(k for k in SERVING_KEYS if k in names)]
 
 
 def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
-    """Per model (at the sweep's first lengths), one series per GPU: its best layout in the plan, the
-    GPUs in rank order (the recommended one first, then the other ranked ones, then those that miss the
-    targets or have no price, fastest per GPU first). `_n` is the position, `_total` the GPUs there are."""
+    """Per model (at the sweep's first lengths), one series per GPU: its best option in the plan (layout,
+    and serving mode when the results have one), the GPUs in rank order (the recommended one first, then
+    the other ranked ones, then those that miss the targets or have no price, fastest per GPU first).
+    `_n` is the position, `_total` the GPUs there are. The first is never left out of a chart."""
     if options is None or options.height == 0:
         return pl.DataFrame(schema={**{k: pl.String for k in SERIES_KEYS}, "_n": pl.Int64, "_total": pl.Int64})
     rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits"))
@@ -77,16 +97,41 @@ def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
     best = rows.sort(order, descending=[False, False, True], nulls_last=True, maintain_order=True).unique(
         ["model", "gpu"], keep="first", maintain_order=True
     )
-    best = best.select(SERIES_KEYS).with_columns(_n=pl.int_range(pl.len()).over("model"), _total=pl.len().over("model"))
+    best = best.select(series_keys(best)).with_columns(
+        _n=pl.int_range(pl.len()).over("model"), _total=pl.len().over("model")
+    )
     return best.with_columns([pl.col(k).cast(pl.Int64) for k in LAYOUT])
 
 
-def _pick(frame: pl.DataFrame, series: pl.DataFrame, keys: list[str] = SERIES_KEYS) -> pl.DataFrame:
-    """The rows of the first MAX_SERIES series per model, in rank order (`_n`), with how many there are."""
+def _pick(frame: pl.DataFrame, series: pl.DataFrame, keys: list[str] | None = None) -> pl.DataFrame:
+    """The rows of the first MAX_SERIES series per model, in rank order (`_n`), with how many there are
+    (matched on every key both have; an aggregated row's pool keys are null and match null)."""
+    keys = [k for k in (keys or series_keys(series)) if k in frame.columns and k in series.columns]
     chosen = series.filter(pl.col("_n") < MAX_SERIES)
-    cast = {k: frame.schema[k] for k in keys if k in frame.columns}
+    cast = {k: frame.schema[k] for k in keys}
+    chosen = chosen.select(*keys, *(k for k in chosen.columns if k.startswith("_")))
     chosen = chosen.with_columns([pl.col(k).cast(t) for k, t in cast.items()])
-    return frame.join(chosen, on=keys, how="inner").sort(["model", "_n"])
+    return frame.join(chosen, on=keys, how="inner", nulls_equal=True).sort(["model", "_n"])
+
+
+def _missing_series(rows: pl.DataFrame, series: pl.DataFrame, options: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The plan rows (first lengths, best offer) of the shown series that `rows` (estimates) do not have:
+    a disaggregated option whose worker counts the plan searched is not a grid row, so a chart draws it
+    from its operating point alone (POINT_ONLY) rather than leave it out."""
+    shown = series.filter(pl.col("_n") < MAX_SERIES)
+    have = rows.select(*(k for k in keys if k in rows.columns)).unique() if rows.height else None
+    plan_rows = _first(
+        _pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits")), shown)
+    )
+    plan_rows = plan_rows.filter(
+        (pl.col("input_tokens") == pl.col("input_tokens").min())
+        & (pl.col("output_tokens") == pl.col("output_tokens").min())
+    )
+    if have is not None:
+        on = [k for k in keys if k in have.columns and k in plan_rows.columns]
+        have = have.with_columns([pl.col(k).cast(plan_rows.schema[k]) for k in on])
+        plan_rows = plan_rows.join(have, on=on, how="anti", nulls_equal=True)
+    return plan_rows.with_columns(pl.lit(True).alias(POINT_ONLY))
 
 
 def rank_order(data: pl.DataFrame) -> list[str]:
@@ -96,17 +141,24 @@ def rank_order(data: pl.DataFrame) -> list[str]:
 
 def series_note(data: pl.DataFrame) -> str:
     """'h200-sxm, mi300x and 3 more not shown: 12 of 17 GPUs shown per model, the first by rank' when a
-    chart leaves GPUs out, else ''."""
+    chart leaves GPUs out, and the options drawn at their operating point alone (POINT_ONLY), else ''."""
     if "_total" not in data.columns or data.height == 0:
         return ""
+    notes = []
+    if POINT_ONLY in data.columns and "option" in data.columns:
+        alone = data.filter(pl.col(POINT_ONLY).fill_null(False))["option"].unique(maintain_order=True).to_list()
+        if alone:
+            notes.append(
+                f"{', '.join(alone)}: at the plan's operating point only (the plan searched its worker counts; "
+                "estimates.csv has the grid's own)"
+            )
     counts = data.group_by("model").agg(pl.col("_n").n_unique().alias("shown"), pl.col("_total").first())
     cut = counts.filter(pl.col("shown") < pl.col("_total"))
-    if cut.height == 0:
-        return ""
-    return "; ".join(
+    notes += [
         f"{m}: {s} of {n} GPUs shown (the first {s} by rank; plan.csv has them all)"
         for m, s, n in cut.sort("model").rows()
-    )
+    ]
+    return "; ".join(notes)
 
 
 def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> alt.TopLevelMixin:
@@ -134,18 +186,40 @@ def gpu_color(data: pl.DataFrame) -> alt.Color:
 LAYOUT_PARTS = (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
 
 
-def layout_text() -> pl.Expr:
-    """A layout as the reports write it (report.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16."""
-    parts = [pl.format("tp{}", "tp")]
+def layout_text(prefix: str = "") -> pl.Expr:
+    """A layout as the reports write it (report.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16; with
+    `prefix` "prefill_", a disaggregated replica's prefill worker's."""
+    parts = [pl.format("tp{}", f"{prefix}tp")]
     for col, name in LAYOUT_PARTS:
+        col = f"{prefix}{col}"
         parts.append(pl.when(pl.col(col) > 1).then(pl.format(" " + name + "{}", col)).otherwise(pl.lit("")))
     return pl.concat_str(parts)
 
 
+def option_text(offer: bool = False, serving: bool = True) -> pl.Expr:
+    """An option as the charts name it: gpu · (offer ·) precision · the decode layout, after '3P1D' for
+    a disaggregated replica (x prefill, y decode workers) and with '+ mtp' for speculative decoding
+    (`serving`: the frame has serving modes): 'b200 · fp8 · 3P1D tp1 dp-attn8 ep8 + mtp'."""
+    layout = layout_text()
+    if serving:
+        pools = pl.when(pl.col("mode") == "disaggregated").then(
+            pl.format("{}P{}D ", "prefill_workers", "decode_workers")
+        )
+        spec = pl.when(pl.col("speculative").is_not_null() & (pl.col("speculative") != "none")).then(
+            pl.format(" + {}", "speculative")
+        )
+        layout = pl.concat_str([pools.fill_null(""), layout, spec.fill_null("")])
+    parts = [pl.col("gpu"), *([pl.col("offer")] if offer else []), pl.col("precision"), layout]
+    return pl.concat_str(parts, separator=" · ")
+
+
 def _layout_label(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.with_columns(
-        option=pl.concat_str([pl.col("gpu"), pl.col("precision"), layout_text()], separator=" · ")
-    )
+    return frame.with_columns(option=option_label(frame))
+
+
+def option_label(frame: pl.DataFrame, offer: bool = False) -> pl.Expr:
+    """option_text, with the pools and speculative decoding when the frame has serving modes."""
+    return option_text(offer, "mode" in frame.columns and "speculative" in frame.columns)
 
 
 # -- will it fit? ----------------------------------------------------------------------------------
@@ -220,16 +294,23 @@ def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
     series = ranked_series(options)
     if series.height == 0:
         return pl.DataFrame()
+    keys = [k for k in series_keys(frame) if k in series.columns]
     rows = (
         _first_lengths(_strings(frame))
         .filter(pl.col("fits"))
-        .select(*SERIES_KEYS, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq")
+        .select(*keys, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq")
         .unique(maintain_order=True)
         .collect()
     )
-    rows = _layout_label(_pick(rows, series)).sort(["model", "_n", "batch"])
+    shown = [*keys, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq", "_n", "_total"]
+    rows = _pick(rows, series, keys).select(shown).with_columns(pl.lit(False).alias(POINT_ONLY))
+    alone = _missing_series(rows, series, options, keys)
+    if alone.height:  # searched worker counts: the plan's operating point (its requests in flight)
+        point = alone.with_columns(batch=pl.col("concurrency")).select(*shown, POINT_ONLY)
+        rows = pl.concat([rows, point], how="vertical_relaxed")
+    rows = _layout_label(rows).sort(["model", "_n", "batch"])
     return rows.unpivot(
-        index=["model", "option", "gpu", "batch", "_n", "_total"],
+        index=["model", "option", "gpu", "batch", "_n", "_total", POINT_ONLY],
         on=["output_tokens_per_s", "decode_tokens_per_s_per_seq"],
         variable_name="measure",
         value_name="tokens_per_s",
@@ -300,12 +381,17 @@ def ttft_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
             (pl.col("ttft_p90_s") * 1000).alias("ttft_p90_ms"),
         )
         return rows.sort(["model", "_n"])
+    keys = [k for k in series_keys(frame) if k in series.columns]
     rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min() & pl.col("fits"))
-    rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(SERIES_KEYS))
-    rows = (
-        rows.group_by([*SERIES_KEYS, "input_tokens"]).agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms")).collect()
-    )
-    return _layout_label(_pick(rows, series)).sort(["model", "_n", "input_tokens"])
+    rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(keys))
+    rows = rows.group_by([*keys, "input_tokens"]).agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms")).collect()
+    shown = [*keys, "input_tokens", "ttft_ms", "_n", "_total"]
+    rows = _pick(rows, series, keys).select(shown).with_columns(pl.lit(False).alias(POINT_ONLY))
+    alone = _missing_series(rows, series, options, keys)
+    if alone.height:  # searched worker counts: the plan's own TTFT at its operating point
+        point = alone.with_columns(ttft_ms=pl.col("ttft_s") * 1000).select(*shown, POINT_ONLY)
+        rows = pl.concat([rows, point], how="vertical_relaxed")
+    return _layout_label(rows).sort(["model", "_n", "input_tokens"])
 
 
 def time_unit(ms: pl.Series) -> tuple[float, str]:
@@ -449,7 +535,7 @@ def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
     )
     value = "tco_usd_per_month" if fleets else "usd_per_million_output_tokens"
     rows = rows.with_columns(
-        option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · "),
+        option=option_label(rows, offer=True),
         usd=pl.col(value),
         metric=pl.lit("USD per month" if fleets else "USD per million output tokens"),
         meets=pl.when(pl.col("meets_slo")).then(pl.lit("meets the targets")).otherwise(pl.lit("misses a target")),

@@ -1371,6 +1371,30 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("TP link", "tp_link", "", description="Link of the tp all-reduces (scale-up, pcie, scale-out)."),
     OptionColumn("EP link", "expert_link", "", description="Slowest link of the expert all-to-all."),
     OptionColumn("PP link", "pp_link", "", description="Slowest link a pipeline stage boundary crosses."),
+    OptionColumn("Serving mode", "mode", "", description="aggregated, or disaggregated (a prefill and a decode pool)."),
+    OptionColumn(
+        "xPyD",
+        "xpyd",
+        "",
+        description="Disaggregated: x prefill and y decode workers a replica (TP..Attention DP are a decode worker's).",
+    ),
+    OptionColumn(
+        "Prefill layout", "prefill_layout", "", description="A prefill worker's layout (tp, dp-attn, ep, pp)."
+    ),
+    OptionColumn("KV link", "kv_link", "", description="Link carrying the KV cache between the pools."),
+    OptionColumn(
+        "KV transfer (µs)", "kv_transfer_s", "µs", 1e6, description="One prompt's KV cache over it (0.81 ms: 810)."
+    ),
+    OptionColumn(
+        "Speculative", "speculation", "", description="Speculative decoding: none, or the method and k (mtp k=1)."
+    ),
+    OptionColumn(
+        "Acceptance",
+        "acceptance_rate",
+        "fraction",
+        description="Per-token acceptance assumed: the sweep's, else the profile's default for the method.",
+    ),
+    OptionColumn("Prefix hit rate", "prefix_hit_rate", "fraction", description="Prompt tokens from the cache."),
     OptionColumn("Batch", "batch", "sequences", description="Concurrent sequences per replica."),
     OptionColumn(
         "Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."
@@ -1397,6 +1421,25 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("USD per M (low)", "usd_per_million_low", "USD/M tokens", description="80 % band (one replica)."),
     OptionColumn("USD per M (high)", "usd_per_million_high", "USD/M tokens", description="80 % band (one replica)."),
     OptionColumn(
+        "USD per M input tokens",
+        "usd_per_million_input_tokens",
+        "USD/M tokens",
+        description="A replica at capacity: the prefill pool's share of its hour (aggregated: the prompts' time).",
+    ),
+    OptionColumn(
+        "USD per M output tokens (decode)",
+        "usd_per_million_decode_tokens",
+        "USD/M tokens",
+        description="The rest of that hour: input x input tokens + this x output tokens = the hour.",
+    ),
+    OptionColumn(
+        "Capacity (requests/s)",
+        "capacity_requests_per_s",
+        "requests/s",
+        description="Largest request rate a replica takes within the targets.",
+    ),
+    OptionColumn("Capacity limit", "capacity_limit", "", description="What stops it taking more."),
+    OptionColumn(
         "kWh per M output tokens",
         "kwh_per_million_output_tokens",
         "kWh/M tokens",
@@ -1416,6 +1459,7 @@ def options_dictionary() -> str:
     """The README's table of options.csv columns."""
     lines = ["| header | unit | meaning |", "| --- | --- | --- |"]
     for col in OPTION_COLUMNS:
-        source = f" (`{col.source}`{' x 1000' if col.scale == 1e3 else ''})" if col.source in BY_NAME else ""
+        scale = {1e3: " x 1000", 1e6: " x 10^6"}.get(col.scale, "")
+        source = f" (`{col.source}`{scale})" if col.source in BY_NAME else ""
         lines.append(f"| {col.header} | {col.unit or '-'} | {col.description}{source} |")
     return "\n".join(lines)

@@ -332,20 +332,25 @@ def rent_statement(rent_paid: str, horizon_years: float) -> str:
 
 # -- options.csv: one row per GPU x offer ------------------------------------------------------------------------
 OPTION_GROUP = ["model", "input_tokens", "output_tokens", "gpu", "offer"]
+# With serving modes in the grid, each GPU x offer has a row per mode and speculative method: the
+# best aggregated replica beside the best disaggregated one, MTP off beside on.
+SERVING_GROUP = ["mode", "speculative"]
 
 
 def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
-    """Per model x lengths x GPU x offer, the best layout under the targets: the best-ranked one that
-    meets them, else the best by `column` that misses them (it says by how much). Sorted per model:
-    options that meet the targets by `column`, then the ones that miss. Plan columns, SI units."""
+    """Per model x lengths x GPU x offer (x serving mode x speculative method, SERVING_GROUP), the best
+    layout under the targets: the best-ranked one that meets them, else the best by `column` that misses
+    them (it says by how much). Sorted per model: options that meet the targets by `column`, then the
+    ones that miss. Plan columns, SI units."""
     if plan_frame.height == 0:
         return plan_frame
     frame = plan_frame.filter(pl.col("fits")).with_row_index("_order")
     frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
     order = [pl.col("meets_slo").not_(), pl.col(column), pl.col("output_tokens_per_s_per_gpu"), pl.col("_order")]
+    group = [*OPTION_GROUP, *(k for k in SERVING_GROUP if k in frame.columns)]
     best = (
         frame.sort(order, descending=[False, higher, True, False], nulls_last=True)
-        .group_by(OPTION_GROUP, maintain_order=True)
+        .group_by(group, maintain_order=True)
         .first()
     )
     # the KV format in force: `auto` resolved (the grid's kv_cache_format; else its width in bits)
@@ -366,6 +371,18 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
             pl.col("usd_per_million_output_tokens_high")
         ),
     )
+    if "mode" in best.columns and "prefill_workers" in best.columns:  # xPyD: the pools, and the prefill layout
+        from llmsweep.charts import layout_text
+
+        pooled = pl.col("mode") == "disaggregated"
+        drafted = (pl.col("speculative") != "none") & (pl.col("draft_tokens") > 0)
+        best = best.with_columns(
+            xpyd=pl.when(pooled).then(pl.format("{}P{}D", "prefill_workers", "decode_workers")),
+            prefill_layout=pl.when(pooled).then(layout_text("prefill_")),
+            speculation=pl.when(drafted)
+            .then(pl.format("{} k={}", "speculative", "draft_tokens"))
+            .otherwise(pl.col("speculative")),
+        )
     group = ["model", "input_tokens", "output_tokens"]
     best = best.sort(
         [*group, pl.col("meets_slo").not_(), pl.col(column), pl.col("_order")],
@@ -412,4 +429,14 @@ def _rounded(name: str, unit: str) -> pl.Expr:
 
 WHOLE_UNITS = ("USD",)
 SIG_FIG_UNITS = ("USD/M tokens", "kWh/M tokens")
-OPTION_DIGITS = {"USD/h": 4, "ms": 1, "kW": 2, "tokens/s": 1, "tokens/s/kW": 1, "years": 2}
+OPTION_DIGITS = {
+    "USD/h": 4,
+    "ms": 1,
+    "µs": 0,
+    "kW": 2,
+    "tokens/s": 1,
+    "tokens/s/kW": 1,
+    "years": 2,
+    "fraction": 3,
+    "requests/s": 3,
+}

@@ -9,7 +9,7 @@ import math
 import altair as alt
 import polars as pl
 
-from llmsweep.charts import MAX_SERIES, WIDTH, ChartSpec, gpu_color, layout_text, per_model, ranked_series
+from llmsweep.charts import MAX_SERIES, WIDTH, ChartSpec, gpu_color, option_label, per_model, ranked_series, series_keys
 
 
 def _plan(options: pl.DataFrame | None) -> pl.DataFrame:
@@ -41,7 +41,7 @@ def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) ->
         usd=pl.col(value),
         metric=pl.lit("USD per month" if fleets else "USD per million output tokens"),
         offer_label=pl.concat_str([pl.col("gpu"), pl.col("offer")], separator=" · "),
-        option=pl.concat_str([pl.col("gpu"), pl.col("offer"), pl.col("precision"), layout_text()], separator=" · "),
+        option=option_label(rows, offer=True),
         per_user=pl.col("decode_tokens_per_s_per_seq"),
     ).sort(["model", "per_user", "usd", "option"], descending=[False, True, False, False], maintain_order=True)
     # frontier: walking from the fastest down, an option is on it when it is cheaper than every faster one
@@ -137,9 +137,10 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
     if rows.height == 0 or rows["peak_requests_per_s"].is_null().all():
         return pl.DataFrame()
     series = ranked_series(options).filter(pl.col("_n") < min(6, MAX_SERIES))
+    keys = [k for k in series_keys(series) if k in rows.columns]
+    series = series.with_columns([pl.col(k).cast(rows.schema[k]) for k in keys])
     rows = rows.filter(pl.col("capacity_requests_per_s") > 0).join(
-        series.select("model", "gpu", "precision", "tp", "pp", "ep", "dp_attention", "_n"),
-        on=["model", "gpu", "precision", "tp", "pp", "ep", "dp_attention"],
+        series.select(*keys, "_n"), on=keys, nulls_equal=True
     )
     rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
     steps = pl.DataFrame({"factor": TRAFFIC_STEPS})
@@ -150,7 +151,7 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
             + pl.col("redundancy")
         )
         * pl.col("gpus"),
-        option=pl.concat_str([pl.col("gpu"), pl.col("precision"), layout_text()], separator=" · "),
+        option=option_label(out),
         sweep_peak=pl.col("peak_requests_per_s"),
     )
     return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak").sort(["model", "_n", "peak"])

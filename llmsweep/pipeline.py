@@ -119,6 +119,18 @@ def manifest(sweep: Sweep, rows: int, files: Sequence[str], notes: Sequence[str]
             for g in sweep.axes.gpu
         },
         "rank_by": the_plan.rank_by,
+        # each speculative setting as the sweep gives it (acceptance None: the profile's default is assumed)
+        "speculative": [
+            {
+                "label": s.label,
+                "method": s.method,
+                "draft_tokens": s.draft_tokens,
+                "acceptance": s.acceptance,
+                "tokens_per_step": s.tokens_per_step,
+                "draft_model": s.draft_model,
+            }
+            for s in sweep.axes.speculative
+        ],
         "prices": {f"{g} {o.offer}": vars(o) for g, os in plan.plan_inputs(sweep).offers.items() for o in os},
         "finance": {
             "horizon_years": sweep.spec.horizon_years,

@@ -51,6 +51,8 @@ TABLE_COLUMNS = (
     "bound",
 )
 TABLE_KEY_COLUMNS = ("gpu", "precision", "batch", "ttft_s", "decode_tokens_per_s_per_seq")
+# Shown after the layout when the sweep compares serving modes (more than one mode or speculative setting).
+SERVING_TABLE_COLUMNS = ("mode", "prefill_workers", "decode_workers", "speculative")
 
 
 # -- formatting filters (raw SI values in, text out) ----------------------------------------------------------
@@ -183,8 +185,14 @@ def f_links(o: dict) -> str:
     return " · ".join(spans + links)
 
 
+def f_pools(o: dict) -> str:
+    """'1P3D: 1 prefill worker of tp8 ep8 + 3 decode workers of tp1 dp-attn8 ep8' ('' aggregated)."""
+    return answers.pools_text(o)
+
+
 FILTERS = {
     "layout": f_layout,
+    "pools": f_pools,
     "links": f_links,
     "bytes": f_bytes,
     "gib": f_gib,
@@ -203,41 +211,44 @@ FILTERS = {
 
 # -- context --------------------------------------------------------------------------------------------------
 def _why(r: dict, batches: list[int] | None = None) -> str:
-    """One plain sentence on what limits this option and what would change it."""
+    """One plain sentence on what limits this option and what would change it (a disaggregated
+    replica: its decode workers' step)."""
     bound = r["bound"]
+    where = " on the decode workers" if r.get("mode") == "disaggregated" else ""
     if bound == "memory":
         share = r["decode_weight_fraction"]
         if share >= 0.5:
-            text = f"memory-bound: {share:.0%} of each step's memory traffic reads the weights"
+            text = f"memory-bound{where}: {share:.0%} of each step's memory traffic reads the weights"
             if r["bytes_per_weight"] >= 1.5:
                 text += "; an 8-bit or 4-bit weight format would cut that by half or more"
         else:
-            text = f"memory-bound: the KV cache is {1 - share:.0%} of each step's traffic"
+            text = f"memory-bound{where}: the KV cache is {1 - share:.0%} of each step's traffic"
             if (r.get("kv_bytes_per_element") or 2) >= 1.5:
                 text += "; an fp8 KV cache halves it"
             else:
                 text += f" (already {r['kv_precision']}); shorter contexts or more GPUs per replica cut it"
     elif bound == "compute":
+        batch = -(-r["batch"] // (r.get("decode_workers") or 1))  # a decode worker's share
         text = (
-            f"compute-bound at batch {r['batch']}: the {r['compute_dtype']} matmuls set the pace; "
+            f"compute-bound at batch {batch}{where}: the {r['compute_dtype']} matmuls set the pace; "
             "a GPU with more FLOP/s would help"
         )
     elif bound == "communication":
         share = r["decode_comm_s"] / r["decode_step_s"]
-        text = f"communication-bound: tp={r['tp']} all-reduces take {share:.0%} of each step"
+        text = f"communication-bound{where}: tp={r['tp']} all-reduces take {share:.0%} of each step"
     else:
-        text = "fixed per-step costs dominate (a small model): larger batches amortise them"
-    if r["batch"] >= r["max_batch"]:
+        text = f"fixed per-step costs dominate{where} (a small model): larger batches amortise them"
+    holds = r["max_batch"] * (r.get("decode_workers") or 1)  # a disaggregated replica: every decode worker's
+    if r["batch"] >= holds:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
     elif batches and r["batch"] == max(batches):
-        text += f"; the sweep's batches stop at {r['batch']} (memory allows {r['max_batch']})"
+        text += f"; the sweep's batches stop at {r['batch']} (memory allows {holds})"
     elif batches and r.get("slo_batch"):
         text += (
-            f"; the latency targets hold the batch at {r['slo_batch']} of the sweep's batches "
-            f"(memory allows {r['max_batch']})"
+            f"; the latency targets hold the batch at {r['slo_batch']} of the sweep's batches (memory allows {holds})"
         )
-    elif r.get("slo_batch") and r["slo_batch"] < r["max_batch"]:
-        text += f"; the latency targets hold the batch at {r['slo_batch']} (memory allows {r['max_batch']})"
+    elif r.get("slo_batch") and r["slo_batch"] < holds:
+        text += f"; the latency targets hold the batch at {r['slo_batch']} (memory allows {holds})"
     return text + "."
 
 
@@ -266,7 +277,9 @@ def _is_cost(column: str) -> bool:
     return column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
 
 
-def _option(r: dict, column: str, batches: list[int] | None = None, targets: bool = True) -> dict:
+def _option(
+    r: dict, column: str, batches: list[int] | None = None, targets: bool = True, serving: dict | None = None
+) -> dict:
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
     if r.get("load_note"):  # clients beyond the engine's limit or the KV cache wait for a slot
         caveats.append(f"at this operating point the {r['load_note']}")
@@ -277,7 +290,23 @@ def _option(r: dict, column: str, batches: list[int] | None = None, targets: boo
         "usd_per_m_high": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_high"),
     }
     warnings = [] if targets else answers.interactive_warnings(r)
-    return {**r, **shown, "score": r[column], "why": _why(r, batches), "caveats": caveats, "warnings": warnings}
+    serving = serving or {}
+    how = answers.serving_text(r, serving.get("settings"), serving.get("profile", "")) if "mode" in r else ""
+    return {
+        **r,
+        **shown,
+        "score": r[column],
+        "why": _why(r, batches),
+        "caveats": caveats,
+        "warnings": warnings,
+        "serving": how if serving.get("shown") else "",
+        "pools": answers.pools_text(r) if "mode" in r else "",
+        "pools_short": answers.pools_short(r) if "mode" in r else "",
+        "serving_short": answers.serving_short(r) if serving.get("shown") and "mode" in r else "",
+        # with disaggregated options in the results, every option says its mode
+        "mode_label": (r.get("mode") or "") if serving.get("disaggregated") else "",
+        "tag": answers.serving_tag(r) if serving.get("shown") and "mode" in r else "",
+    }
 
 
 def recommendations(
@@ -291,12 +320,15 @@ def recommendations(
     batches: list[int] | None = None,
     spec: dict | None = None,
     horizon_years: float = 3.0,
+    serving: dict | None = None,
 ) -> list[dict]:
     """Per model and workload: the answer in one sentence, the top_n options that meet the targets
     (ranked by `column`, the first is the recommendation and the second the runner-up), the best
     option that misses the targets and by how much, a break-even line when buying competes with
-    renting, and how the top choice holds up when an assumption moves by 20 %."""
+    renting, how the top choice holds up when an assumption moves by 20 %, and (for a sweep that
+    compares serving modes) the cheapest mode per GPU and why. `serving`: serving_info."""
     spec = spec or {}
+    serving = serving or {}
     targets = has_targets(spec)
     higher = higher_is_better(column)
     opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String))
@@ -316,8 +348,10 @@ def recommendations(
         offers = per_offer.filter(
             (pl.col("model") == model) & (pl.col("input_tokens") == s_in) & (pl.col("output_tokens") == s_out)
         )
-        table = [_option(r, column, batches, targets) for r in offers.iter_rows(named=True)]
+        table = [_option(r, column, batches, targets, serving) for r in offers.iter_rows(named=True)]
         fleets = any(o.get("gpus_needed") is not None for o in table)
+        compared = answers.serving_comparison(table, fleets) if serving.get("shown") else []
+        assumed = answers.speculation_statement(table, serving.get("settings"), serving.get("profile", ""))
         groups.append(
             {
                 "model": model,
@@ -328,8 +362,10 @@ def recommendations(
                 "input_tokens": s_in,
                 "output_tokens": s_out,
                 "license": licenses.get(model, "unknown: check the model card"),
-                "options": [_option(r, column, batches, targets) for r in ranked.iter_rows(named=True)],
-                "miss": _option(missing.row(0, named=True), column, batches) if missing.height else None,
+                "options": [_option(r, column, batches, targets, serving) for r in ranked.iter_rows(named=True)],
+                "miss": _option(missing.row(0, named=True), column, batches, True, serving) if missing.height else None,
+                "comparison": compared,
+                "speculation": assumed,
                 "ties": ties,
                 "break_even": break_even(rows, model, column, rent_paid) if _is_cost(column) else None,
                 "sensitivity": sensitivity.get(f"{model}|{s_in}|{s_out}", []),
@@ -353,6 +389,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     pairs = sorted(options.select("input_tokens", "output_tokens").unique().rows()) if options.height else []
     pairs, workload_note = workloads(pairs, (load.get("input_tokens"), load.get("output_tokens")))
     finance = manifest.get("finance") or {}
+    serving = serving_info(frame, options, manifest)
     recs = (
         recommendations(
             options,
@@ -365,18 +402,23 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             listed_batches(spec),
             spec,
             finance.get("horizon_years", 3),
+            serving,
         )
         if options.height
         else []
     )
     priced = bool(manifest.get("prices"))
     counts = frame.select(pl.len().alias("rows"), pl.col("fits").sum().alias("fit")).collect().row(0, named=True)
+    shown = list(TABLE_COLUMNS)
+    if serving["shown"]:  # the serving mode after the layout
+        at = shown.index("pp") + 1
+        shown[at:at] = [c for c in SERVING_TABLE_COLUMNS if c in frame.collect_schema().names()]
     table = (
         frame.with_row_index("_order")
         .filter(pl.col("fits"))
         .sort([column, "_order"], descending=[higher, False], nulls_last=True)
         .head(TABLE_ROWS)
-        .select([c for c in TABLE_COLUMNS if c != column] + [column])
+        .select([c for c in shown if c != column] + [column])
         .with_columns(pl.col(pl.Categorical).cast(pl.String))
         .collect()
     )
@@ -425,8 +467,37 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
         "in_force": values_in_force(options, cat),
+        "serving": serving,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
+
+
+def serving_info(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) -> dict:
+    """What the reports say about serving modes: `shown` when the results compare them (more than one
+    mode or speculative setting, or any disaggregated, speculative or prefix-cached row), which of them
+    the rows use (for the method section), the sweep's speculative settings (whether it states each
+    acceptance, or the profile's is assumed) and the profile's name."""
+    names = frame.collect_schema().names()
+    have = [c for c in ("mode", "speculative", "prefix_hit_rate") if c in names]
+    info = {"shown": False, "disaggregated": False, "speculative": False, "prefix": False}
+    if have:
+        stats = frame.select(
+            *(pl.col(c).n_unique().alias(f"{c}_n") for c in have),
+            *([(pl.col("mode") == "disaggregated").any().alias("disaggregated")] if "mode" in have else []),
+            *([(pl.col("speculative") != "none").any().alias("speculative")] if "speculative" in have else []),
+            *([(pl.col("prefix_hit_rate") > 0).any().alias("prefix")] if "prefix_hit_rate" in have else []),
+        ).collect()
+        row = stats.row(0, named=True)
+        info.update({k: bool(row.get(k)) for k in ("disaggregated", "speculative", "prefix")})
+        several = any(row.get(f"{c}_n", 1) > 1 for c in ("mode", "speculative"))
+        info["shown"] = several or info["disaggregated"] or info["speculative"] or info["prefix"]
+    if "mode" in options.columns and options.height:
+        info["disaggregated"] = info["disaggregated"] or bool((options["mode"] == "disaggregated").any())
+        info["shown"] = info["shown"] or info["disaggregated"]
+    settings = manifest.get("speculative")
+    info["settings"] = [s for s in settings if isinstance(s, dict)] if isinstance(settings, list) else []
+    info["profile"] = str((manifest.get("profile") or {}).get("name", ""))
+    return info
 
 
 IN_FORCE = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "max_running_requests")

@@ -331,3 +331,173 @@ def test_method_shows_the_values_in_force_per_engine_and_gpu(example, plan_rows)
     h100 = plan_rows.filter(pl.col("gpu") == "h100-sxm")["bandwidth_efficiency"][0]
     assert h100 != top  # vLLM's own value, which the rows use, is what the table shows
     assert md.index("| engine | GPU (family) |") < md.index("The profile file's top-level defaults")
+
+
+# -- serving modes: the mode, the pools, the KV link, the acceptance assumed, the cheapest mode per GPU ------------
+def modes_sweep(tmp_path: Path, **grid) -> Path:
+    """DeepSeek-R1 fp8 on B200 at 8k in / 1k out, aggregated tp8 ep8 against 1P1D and 2P1D of tp8 ep8
+    workers, MTP off and on (the profile's acceptance), a 50 % prefix hit rate, 10 requests/s."""
+    sweep = {
+        "name": "modes",
+        "grid": {
+            "gpu": ["b200"],
+            "model": ["deepseek-ai/DeepSeek-R1"],
+            "precision": ["fp8"],
+            "input_tokens": [8192],
+            "output_tokens": [1024],
+            "batch": [16, 64, "max"],
+            "tp": [8],
+            "ep": [8],
+            "mode": ["aggregated", "disaggregated"],
+            "prefill": {"workers": [1, 2]},
+            "decode": {"workers": [1]},
+            "speculative": ["none", "mtp"],
+            **grid,
+        },
+        "workload": {"requests_per_s": 10, "peak_factor": 1.5, "headroom": 0.2, "prefix_hit_rate": 0.5},
+        "slo": {"ttft_s": 2.0, "tpot_s": 0.05, "percentile": "p90"},
+        "costs": {"b200": {"rent": 6.0}},
+        "profile": "default",
+        "report": {"formats": ["csv", "parquet", "html", "md"]},
+    }
+    sweep["grid"] = {k: v for k, v in sweep["grid"].items() if v is not None}
+    path = tmp_path / "modes.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    out = tmp_path / "out"
+    pipeline.run(path, out)
+    return out / "modes"
+
+
+@pytest.fixture(scope="module")
+def modes(tmp_path_factory) -> Path:
+    return modes_sweep(tmp_path_factory.mktemp("modes"))
+
+
+def test_a_report_states_each_options_serving_mode(modes):
+    md = (modes / "report.md").read_text()
+    plan = pl.read_csv(modes / "plan.csv")
+    dis = plan.filter((pl.col("mode") == "disaggregated") & (pl.col("speculative") == "none")).row(0, named=True)
+    x = dis["prefill_workers"]
+    # the pools in words, the link that carries the KV cache and its time
+    assert f"{x}P1D: {x} prefill worker{'s' if x > 1 else ''} of tp8 ep8 + 1 decode worker of tp8 ep8" in md
+    assert dis["kv_link"] == "scale-out"  # 8 x (x + 1) GPUs: more than one HGX B200 server
+    assert f"KV cache over the network (NICs), {dis['kv_transfer_s'] * 1e3:.1f} ms a prompt" in md
+    # the acceptance is an assumption, and it says whose
+    assert "MTP, 1 drafted token, acceptance 0.85 assumed (the default profile's), 1.85 tokens a step" in md
+    assert (
+        "Speculative decoding: MTP with 1 drafted token at acceptance 0.85, the default profile's mtp_acceptance "
+        "(the sweep states none). The acceptance is an assumption"
+    ) in md
+    assert "prefix cache: 50% of prompt tokens" in md
+    # every row says its mode; the method says how each mode is estimated and what each token type costs
+    assert "**disaggregated** · fp8 · " in md and "**aggregated** · fp8 · tp8 ep8" in md
+    assert "**Disaggregated serving** (x prefill workers, y decode workers" in md
+    assert "**Costs per token type**" in md and "**Speculative decoding**" in md and "**Prefix caching**" in md
+
+
+def test_a_report_that_compares_modes_says_which_is_cheapest_per_gpu_and_why(modes):
+    md = (modes / "report.md").read_text()
+    options = pl.read_csv(modes / "options.csv")
+    # options.csv: one row per GPU x offer x mode x speculative method, each with its pools and costs per token
+    assert options.select("Serving mode", "Speculative").unique().height == 4
+    assert set(options["Speculative"]) == {"none", "mtp k=1"}
+    dis = options.filter(pl.col("Serving mode") == "disaggregated").row(0, named=True)
+    assert dis["xPyD"] in ("1P1D", "2P1D") and dis["Prefill layout"] == "tp8 ep8" and dis["KV link"] == "scale-out"
+    assert dis["Acceptance"] is None or dis["Acceptance"] == 0.85
+    agg = options.filter(pl.col("Serving mode") == "aggregated").row(0, named=True)
+    assert agg["xPyD"] is None and agg["KV link"] is None
+    # the comparison in the answer names both modes and says why, with the figures at capacity
+    line = next(s for s in md.splitlines() if s.strip().startswith("- On b200, "))
+    assert "cheaper per million output tokens than the best" in line or "costs the same" in line
+    assert "At capacity a replica takes" in line and "requests/s" in line
+
+
+def test_the_serving_comparison_by_hand():
+    """A 4P1D replica at $4.00 per million output tokens (the fleet's) against an aggregated one at $5.00:
+    1 - 4 / 5 = 20 % cheaper; what each does at its capacity; MTP on the same pools costs the same."""
+    from llmsweep import answer
+
+    common = {"gpu": "b200", "offer": "rent", "pp": 1, "prefill_pp": 1, "prefill_dp_attention": 1}
+    dis = {
+        **common,
+        "rank": 1,
+        "mode": "disaggregated",
+        "speculative": "none",
+        "tp": 1,
+        "dp_attention": 8,
+        "ep": 8,
+        "prefill_workers": 4,
+        "decode_workers": 1,
+        "prefill_tp": 8,
+        "prefill_ep": 8,
+        "fleet_usd_per_million_output_tokens": 4.0,
+        "fleet_gpus": 40,
+        "capacity_requests_per_s": 27.1,
+        "capacity_limit": "ttft_p90_s",
+        "capacity_decode_batch": 817.0,
+        "capacity_tpot_s": 0.029,
+        "capacity_prefill_busy": 0.98,
+        "max_batch": 896,
+    }
+    agg = {
+        **common,
+        "rank": 3,
+        "mode": "aggregated",
+        "speculative": "none",
+        "tp": 8,
+        "dp_attention": 1,
+        "ep": 8,
+        "fleet_usd_per_million_output_tokens": 5.0,
+        "fleet_gpus": 48,
+        "capacity_requests_per_s": 3.5,
+        "capacity_limit": "saturated",
+        "capacity_decode_batch": 131.0,
+        "capacity_tpot_s": 0.036,
+        "capacity_prefill_busy": 0.51,
+        "max_batch": 131,
+    }
+    mtp = {**dis, "rank": 2, "speculative": "mtp", "draft_tokens": 1, "capacity_tpot_s": 0.016}
+    assert answer.serving_comparison([dis, mtp, agg], fleets=True) == [
+        "On b200, disaggregated 4P1D (prefill tp8 ep8, decode tp1 dp-attn8 ep8) is 20% cheaper per million output "
+        "tokens than the best aggregated option (aggregated tp8 ep8), 40 GPUs for the traffic against 48. At "
+        "capacity a replica takes 27.1 requests/s (up to the p90 TTFT target), 4 prefill workers 98% busy and 1 "
+        "decode worker running 817 sequences at TPOT 29 ms with no prefill interference; an aggregated one takes "
+        "3.5 requests/s (saturated: its KV cache holds no more than 131 sequences a replica), prompts taking 51% of "
+        "its time between decode steps of 131 sequences (TPOT 36 ms).",
+        "On b200, MTP does not change the cost per million output tokens: the p90 TTFT target bounds its capacity, "
+        "not the decode step (TPOT at capacity 29 ms without it, 16 ms with it).",
+    ]
+    assert answer.pools_text(dis) == "4P1D: 4 prefill workers of tp8 ep8 + 1 decode worker of tp1 dp-attn8 ep8"
+    assert answer.pools_text(agg) == ""
+    # one GPU with a single mode and no speculative setting to compare: nothing to say
+    assert answer.serving_comparison([agg], fleets=True) == []
+
+
+def test_the_recommended_option_is_in_every_chart_even_when_the_plan_searched_its_pools(tmp_path):
+    """Without worker lists the plan searches x and y: its best pair is no grid row, so the charts that draw
+    estimates take it from the plan row (its operating point), and say so, rather than leave it out."""
+    folder = modes_sweep(tmp_path, prefill=None, decode=None, mode=["disaggregated"])
+    plan = pl.read_parquet(folder / "plan.parquet")
+    frame = pl.scan_parquet(folder / "estimates.parquet")
+    best = plan.filter(pl.col("rank") == 1).row(0, named=True)
+    row = pl.DataFrame([best])
+    label, offered = (row.select(charts.option_label(row, offer)).item() for offer in (False, True))
+    drawn = {spec.id: spec.data(frame, plan) for spec in charts.CHARTS}
+    for chart_id, name in (("memory", label), ("decode", label), ("ttft", label), ("cost", offered)):
+        assert name in drawn[chart_id]["option"].to_list(), chart_id
+    assert offered in drawn["cost-speed"]["option"].to_list()
+    assert best["mode"] == "disaggregated" and (best["prefill_workers"], best["decode_workers"]) != (1, 1)
+    assert f"{label}: at the plan's operating point only" in charts.series_note(drawn["decode"])
+    notes = [n for n in (folder / "report.md").read_text().splitlines() if "xPyD search:" in n]
+    assert notes and "provably unable to beat" in notes[0]
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium is not installed")
+@pytest.mark.parametrize("width", [1280, 400])
+def test_a_modes_report_fits_a_laptop_and_a_phone(modes, tmp_path, width):
+    """The pools, KV link and speculative settings in the tables do not push them off the screen."""
+    from .test_finance import layout_in_browser
+
+    got = layout_in_browser(modes / "report.html", tmp_path, width)
+    assert got["view"] == width and got["rendered"] > 0
+    assert got["tables"] == [] and got["hidden"] == [] and got["charts"] == []
