@@ -363,3 +363,17 @@ def test_more_bandwidth_never_slows_a_prefill_bound_closed_loop():
         for f in (1.0, 2.0)
     )
     assert fast["tpot_s"] <= slow["tpot_s"] and fast["prefill_s"] <= slow["prefill_s"]
+
+
+def test_attention_groups_prefill_side_by_side():
+    """With dp_attention = 2 each group prefills its own half of the prompts: at 12 requests/s of
+    p = 0.1 s prompts one group-less replica is saturated (u = lambda p = 1.2), two groups are not
+    (u = 0.6; each group's M/D/1 queue has rho = 6 x p_eff < 1); at C = 2 each group holds one
+    request, so no prompt waits behind another (a = (n / 2 - 1) p_eff = 0)."""
+    one = opened(toy(), 12.0)
+    two = opened(toy(dp_attention=2), 12.0)
+    assert one["saturated"] and not two["saturated"]
+    assert two["concurrency"] == pytest.approx(12.0 * two["request_latency_s"])
+    alone = closed(toy(dp_attention=2, batch=2))
+    shared = closed(toy(batch=2))
+    assert alone["ttft_s"] < shared["ttft_s"]

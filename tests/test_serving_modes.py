@@ -224,10 +224,16 @@ def test_tokens_per_step_from_acceptance():
     assert estimate_row(**kw, speculative=speculation(method="eagle", draft_tokens=2, acceptance=1.0))[
         "tokens_per_step"
     ] == pytest.approx(3.0)
-    # no acceptance stated: the profile's default for the method (MTP 0.85, DeepSeek-V3 §5.4.3)
-    assert estimate_row("default", **kw, speculative=speculation(method="mtp", draft_tokens=1))[
-        "acceptance_rate"
-    ] == pytest.approx(0.85)
+    # no acceptance stated: the profile's for the method (literature: MTP 0.85, DeepSeek-V3 §5.4.3;
+    # default: fitted on InferenceX's random-token prompts, calibrate/serving.py)
+    for profile in ("literature", "default"):
+        from llmsweep.catalog import load_catalog
+
+        expected = load_catalog().profile(profile).defaults.mtp_acceptance
+        assert estimate_row(profile, **kw, speculative=speculation(method="mtp", draft_tokens=1))[
+            "acceptance_rate"
+        ] == pytest.approx(expected)
+    assert load_catalog().profile("literature").defaults.mtp_acceptance == 0.85
 
 
 def test_speculation_adds_the_draft_weights_to_memory():

@@ -113,7 +113,12 @@ MTP_DRAFT_TOKENS: dict[str, tuple[int, str]] = {
         "SGLang 0.5.8 server_args.auto_choose_speculative_params: (num_steps 3, eagle_topk 1, num_draft_tokens 4) "
         "for DeepseekV3ForCausalLM, GLM-4 MoE and gpt-oss",
     ),
-    "trtllm": (1, "TensorRT-LLM MTPDecodingConfig num_nextn_predict_layers defaults to 1 (not checked in its source)"),
+    "trtllm": (
+        3,
+        "an assumption: TensorRT-LLM's MTPDecodingConfig defaults to 1 (not checked in its source), but its "
+        "DeepSeek-R1 recipes draft 3, and so, by their speed, do the InferenceX runs of measured-serving-dev.csv "
+        "(with 1 drafted token no acceptance reaches their TPOT)",
+    ),
     "vllm": (1, "vLLM's DeepSeek MTP example sets num_speculative_tokens 1 (not checked in its source)"),
 }
 

@@ -143,10 +143,11 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     lf = lf.with_columns(
         _peff=c.first_token_s + c.prefill_chunks * share * (step - slope),  # + t(b) riding in its chunks
         _c1=k * (step - slope * bb),  # k (A + B): the decode phase at zero load
-        _cc=m * (c.first_token_s + k * slope),
+        # others' prefill stalls the step; the attention groups prefill side by side: / dp_attention
+        _cc=m * (c.first_token_s / c.dp_attention + k * slope),
     )
     peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
-    lf = lf.with_columns(_a=m * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
+    lf = lf.with_columns(_a=pl.col("_mg") * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
     a, q = pl.col("_a"), pl.col("_q")
     half = (a + cc + peff + q) / 2
     lf = lf.with_columns(_R=half + pl.max_horizontal(half * half - (a * cc + peff * cc + q * a), 0.0).sqrt())
@@ -193,16 +194,19 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
 
     1. Others decoding while a request decodes: b = (n - 1) D / R (each other request decodes a
        share D / R of its time); the decode batch is 1 + b.
-    2. Others' prefill takes a share u = (n - 1) p / R of the replica's time (X (n-1)/n prompts per
-       second, p each) and the iterations carry it on top of the decode step:
+    2. Others' prefill takes a share u = (n - 1) p / (R dp_attention) of the replica's time (X (n-1)/n
+       prompts per second, p each, the attention groups prefilling theirs in the same iterations)
+       and the iterations carry it on top of the decode step:
        ITL = t(1 + b) / (1 - u). With t(1 + b) = A + B (1 + b) on the roof in force and b = (n-1) D/R
-       this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p + k B).
+       this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p / dp_attention + k B).
     3. A prompt's own service: p_eff = p + n_c t(b) (the others' decode steps ride in its chunk
        iterations), and it first waits half an iteration, s = ITL / 2, for the running one (0 alone).
     4. Waiting behind other prompts: the prefill queue is first-come first-served with n customers
        in a closed loop. Mean-value analysis with Schweitzer's approximation (an arriving request
        sees (n - 1) / n of the mean queue, Q = X T_q; Lazowska et al., Quantitative System
-       Performance, 1984, ch. 6) gives T_q = p_eff R / (R - a), a = (n - 1) p_eff.
+       Performance, 1984, ch. 6) gives T_q = p_eff R / (R - a), a = (n_g - 1) p_eff, where n_g =
+       n / dp_attention: each attention data-parallel group prefills its own requests' prompts, so
+       a request queues behind its group's others only (n_g = n without attention DP).
        R = T_q + s + D is then a quadratic: (R - a)(R - c) = p_eff (R - c) + c1 (1 + 1/(2k)) (R - a),
        larger root. It tends to R = p_eff + s + D when prompts rarely meet and to n p_eff when prefill
        is the bottleneck (the asymptotic bound of operational analysis).
@@ -244,6 +248,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     n = pl.min_horizontal(conc, slots)
     lf = frame.with_columns(
         _m=n - 1,
+        # others in the request's own attention group's prefill queue (prefill_servers)
+        _mg=(n / c.dp_attention - 1).clip(lower_bound=0.0),
         # weights read per step at this batch (MoE: the experts it touches) + fixed costs
         _M0=c.step_fixed_s + c.decode_weight_fraction * c.decode_memory_s,
         _b0=pl.min_horizontal(n - 1, c.prefill_bound_decoders),
@@ -255,7 +261,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     lf = _solve_at(lf, "_b", "_b2", final=True)
     m, k, p, peff = pl.col("_m"), c.decode_steps, c.first_token_s, pl.col("_peff")
     d = pl.col("_D")
-    itl = pl.when(k > 0).then(d / k).otherwise(pl.col("_step") / (1 - m * p / pl.col("_R")))
+    itl = pl.when(k > 0).then(d / k).otherwise(pl.col("_step") / (1 - m * p / (c.dp_attention * pl.col("_R"))))
     lf = lf.with_columns(_itl=itl)
     itl = pl.col("_itl")
     s = pl.col("_share") * itl / 2
@@ -265,21 +271,23 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     # Without a decode phase (S_out = 1) nothing keeps requests in step: the steady mode alone. An
     # empty prompt's first token is one batched step for the whole wave: `unit` = t(n) / n.
     beta = pl.when(k > 0).then(c.burst_share).otherwise(0.0)
-    lf = lf.with_columns(_r=pl.min_horizontal(_wave_prompts(), m + 1), _tn=step_s(m + 1))
+    # each attention group prefills its share n_g = n / dp_attention of the wave's prompts
+    n_g = pl.col("_mg") + 1
+    lf = lf.with_columns(_r=pl.min_horizontal(_wave_prompts(), n_g), _tn=step_s(m + 1))
     n, r, t_n = m + 1, pl.col("_r"), pl.col("_tn")
-    lf = lf.with_columns(_unit=pl.when(c.input_tokens > 0).then(p).otherwise(t_n / n))
+    lf = lf.with_columns(_unit=pl.when(c.input_tokens > 0).then(p).otherwise(t_n / n_g))
     unit = pl.col("_unit")
-    q_w = unit * (n + r) / 2  # mean TTFT in a wave (exact when r divides n)
+    q_w = unit * (n_g + r) / 2  # mean TTFT in a wave (exact when r divides n_g)
     lf = lf.with_columns(
         _ttftn=c.request_overhead_s + beta * q_w + (1 - beta) * (s + t_q),
-        _dn=beta * (k * t_n + n * unit - q_w) + (1 - beta) * d,
+        _dn=beta * (k * t_n + n_g * unit - q_w) + (1 - beta) * d,
     )
     lf = lf.with_columns(_rn=pl.col("_ttftn") + pl.col("_dn"))
     r_n = pl.col("_rn")
     itl = pl.when(k > 0).then(pl.col("_dn") / k).otherwise(pl.col("_itl"))
     lf = lf.with_columns(_slot=r_n * (conc / n - 1))
     slot = pl.col("_slot")
-    busy = m * peff / pl.col("_R")
+    busy = pl.col("_mg") * peff / pl.col("_R")
     lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / pl.max_horizontal(busy, 1e-300), _lnb=busy.log())
     wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
 
@@ -288,7 +296,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         bound on the mixture's q-quantile (exact when one mode has all the weight)."""
         q_s, q_wave = _tail_share(1 - beta, q), _tail_share(beta, q)
         spread = pl.when(q_s.is_not_null()).then(s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0))
-        wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(unit, n, r, q_wave))
+        wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(unit, n_g, r, q_wave))
         return c.request_overhead_s + slot + pl.max_horizontal(spread, wave)
 
     out = (
@@ -318,6 +326,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     )
     return out.drop(
         "_m",
+        "_mg",
         "_M0",
         "_b0",
         "_b1",
@@ -352,14 +361,16 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
 
     Derivation. By PASTA an arriving or decoding request sees the time averages:
     1. Others decoding: lambda D (Little on the decode phase); decode batch b = 1 + lambda D.
-    2. Others' prefill share: u = lambda p; ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
+    2. Others' prefill share: u = lambda p / dp_attention; ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
        With t(b) = A + B b on each roofline piece (compute, memory) the fixed point is explicit:
        D = k (A + B) / (1 - lambda p - k lambda B), k = S_out - 1, valid while the denominator is
        positive (the replica's decode capacity); the max over the two pieces is the fixed point of
        the max. MoE weight reads depend on b: `refinements` passes re-read them at the last b.
     3. Prompt service p_eff = p + n_c t(lambda D) (decode steps riding in its chunks) and
        s = ITL / 2 for the iteration running on arrival.
-    4. The prefill queue is M/D/1: rho = lambda p_eff and Pollaczek-Khinchine's mean wait with a
+    4. The prefill queue is M/D/1 per attention group (each of the dp_attention groups prefills its
+       own share lambda / dp_attention of the prompts): rho = lambda p_eff / dp_attention and
+       Pollaczek-Khinchine's mean wait with a
        deterministic service time, W = rho p_eff / (2 (1 - rho)) (Kleinrock, Queueing Systems I,
        1975, eq. 5.105). TTFT = o + p_eff + s + W (o = request_overhead_s); percentiles from the
        exponential tail of W (_quantile_wait). No burst: Poisson arrivals carry their own bunching.
@@ -369,7 +380,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     """
     lam = rate.cast(pl.Float64)
     k = c.decode_steps
-    u = lam * pl.col("_p")
+    u = lam * pl.col("_p") / c.dp_attention  # the groups' prompts stall the steps side by side
     lf = frame.with_columns(_p=first_token_s()).with_columns(
         _lam=lam, _k=k, _u=u, _nc=prefill_chunks(), _bw=pl.lit(1.0)
     )
@@ -385,7 +396,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
         _peff=pl.col("_p") + pl.col("_nc") * _riders(others),
     ).with_columns(
         _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2,
-        _rho=lam * pl.col("_peff"),
+        _rho=lam * pl.col("_peff") / c.dp_attention,  # each attention group's own M/D/1 queue
     )
     rho, peff = pl.col("_rho"), pl.col("_peff")
     wait = rho * peff / (2 * (1 - rho))
@@ -448,9 +459,9 @@ def max_rate(
     1 here, a disaggregated replica's prefill workers with `loop` = disaggregated.open_loop); TTFT,
     TPOT and saturation rise with lambda, so the accepted rates form an interval from 0."""
     loop = open_loop if loop is None else loop
-    p = frame.lazy().select(first_token_s()).collect().to_series()
+    p, groups = frame.lazy().select(first_token_s(), c.dp_attention.cast(pl.Float64)).collect().get_columns()
     lo = pl.Series("lo", [0.0] * frame.height)
-    hi = ((1 if servers is None else servers) / p).fill_nan(None).fill_null(0.0).alias("hi")
+    hi = ((groups if servers is None else servers) / p).fill_nan(None).fill_null(0.0).alias("hi")
     for _ in range(iterations):
         mid = (lo + hi) / 2
         trial = loop(frame.lazy(), pl.lit(mid))
