@@ -564,8 +564,10 @@ def test_each_mode_is_planned_by_its_own_model(catalog):
     assert dis["prefill_utilization"] is not None and dis["kv_link"] == "scale-out"
     # the largest batch that meets the targets, up to the replica's KV capacity (2 decode workers x max_batch)
     base = grid_parts(catalog, modes_axes(mode=["disaggregated"]), catalog.profile("default")).options().collect()
+    holds = base.select(plan.selection.replica_max_batch()).to_series()
+    assert holds.to_list() == (base["max_batch"] * 2).to_list()
     batch = plan.slo_batch(base, modes_inputs().slo)
-    assert (batch <= base["max_batch"] * 2).all() and (batch > base["max_batch"]).any()
+    assert (batch <= holds).all() and (batch > 0).all()
 
 
 def test_a_disaggregated_option_sized_at_the_workload(catalog):
@@ -604,10 +606,13 @@ def test_a_disaggregated_option_sized_at_the_workload(catalog):
 
 def toy_pairs(pairs) -> pl.DataFrame:
     """test_serving_modes' toy replica (decode step 10 ms + 0.5 ms x b per worker, k = 100 steps after the
-    first token, prefill p = 100 ms, no KV transfer, 8 GPUs a worker) with each (x, y) of `pairs`."""
+    first token, prefill p = 100 ms, no KV transfer, 8 GPUs a worker, room for a million sequences a
+    worker) with each (x, y) of `pairs`."""
     from .test_serving_modes import toy_disaggregated
 
-    rows = [toy_disaggregated(prefill_workers=x, decode_workers=y, kv_transfer_s=0.0) for x, y in pairs]
+    rows = [
+        toy_disaggregated(prefill_workers=x, decode_workers=y, kv_transfer_s=0.0, max_batch=10**6) for x, y in pairs
+    ]
     text = {"gpu": "toy", "engine": "vllm", "model": "m", "precision": "fp8", "kv_precision": "auto"}
     text |= {"mode": "disaggregated", "speculative": "none", "layout_reason": None, "draft_model": None}
     return pl.concat(rows, how="diagonal_relaxed").with_columns(
@@ -650,6 +655,12 @@ def test_the_xpyd_search_picks_the_cheapest_ratio_by_hand():
     assert stats.evaluated < stats.candidates  # candidates whose bound exceeds 64 GPUs are never evaluated
     # and its exact capacity is the prefill pool's 50 requests/s (bisected: within 2^-30 of x / p)
     assert plan.xpyd.disaggregated_capacity(chosen, None).item() == pytest.approx(50.0, rel=1e-6)
+    # rent paid per hour used costs GPU-seconds: 8 (x + y) / capacity, least at the balanced 2:1 pools,
+    # 24 / 19.80 = 1.212 (4P2D and 6P3D tie with it; the smaller replica wins), so that pair is kept too
+    from dataclasses import replace
+
+    hourly, _ = plan.search(frame, replace(inputs, rent_paid="per-hour-used"))
+    assert sorted(hourly.select("prefill_workers", "decode_workers").rows()) == [(2, 1), (5, 3)]
 
 
 def search_sweep(catalog):
@@ -713,3 +724,37 @@ def test_the_capacity_bound_is_never_below_the_capacity(catalog):
         bound = rows.select(plan.capacity_bound(slo)).to_series()
         assert (exact <= bound * (1 + 1e-9)).all()
         assert (exact > 0).any() and ((bound == 0) <= (exact == 0)).all()
+
+
+def test_the_worker_counts_a_sweep_leaves_to_the_plan(tmp_path):
+    """Each worker count the grid does not list is searched (1..16 within 72 GPUs); listed ones are used
+    as given; a grid without mode disaggregated searches nothing."""
+    from llmsweep.spec import load
+
+    def searched(**grid) -> tuple[str, ...]:
+        sweep = {"name": "s", "grid": {"gpu": ["b200"], "model": [R1], "precision": ["fp8"], "tp": [8], **grid}}
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump(sweep))
+        return plan.plan_inputs(load(path)).worker_search
+
+    assert searched() == ()
+    assert searched(mode=["aggregated", "disaggregated"]) == SEARCHED
+    assert searched(mode=["disaggregated"], prefill={"workers": [1]}) == ("decode_workers",)
+    assert searched(mode=["disaggregated"], prefill={"tp": [8]}) == SEARCHED  # a layout, no worker list
+    assert searched(mode=["disaggregated"], prefill={"workers": [1, 2]}, decode={"workers": [2]}) == ()
+
+
+def test_a_disaggregated_option_estimated_again_from_its_own_facts(catalog):
+    """Sensitivity re-estimates options of both modes (robustness.reestimated): unmoved, a disaggregated
+    option comes back with the same pools, prefill worker and KV transfer; a slower GPU slows its prefill."""
+    from llmsweep.grid import grid_parts
+    from llmsweep.plan.robustness import reestimated
+
+    axes = modes_axes(prefill_workers=[2], decode_workers=[3])
+    base = grid_parts(catalog, axes, catalog.profile("default")).options().collect()
+    again = reestimated(base)
+    cols = ["mode", "gpus", "prefill_pool_gpus", "prefill_first_token_s", "kv_transfer_s", "first_token_s", "max_batch"]
+    assert again.select(cols).equals(base.select(cols))
+    slower = reestimated(base.with_columns(pl.col("compute_efficiency") * 0.8))
+    dis = pl.col("mode") == "disaggregated"
+    assert (slower.filter(dis)["prefill_first_token_s"] > base.filter(dis)["prefill_first_token_s"]).all()

@@ -368,6 +368,14 @@ def modes_sweep(tmp_path: Path, **grid) -> Path:
     return out / "modes"
 
 
+def profile_acceptance() -> float:
+    """The default profile's MTP acceptance for B200 under vLLM (what a sweep that states none assumes)."""
+    from llmsweep.catalog import load_catalog
+
+    cat = load_catalog()
+    return cat.profile("default").for_family(cat.gpu("b200").family, "vllm").mtp_acceptance
+
+
 @pytest.fixture(scope="module")
 def modes(tmp_path_factory) -> Path:
     return modes_sweep(tmp_path_factory.mktemp("modes"))
@@ -382,10 +390,11 @@ def test_a_report_states_each_options_serving_mode(modes):
     assert f"{x}P1D: {x} prefill worker{'s' if x > 1 else ''} of tp8 ep8 + 1 decode worker of tp8 ep8" in md
     assert dis["kv_link"] == "scale-out"  # 8 x (x + 1) GPUs: more than one HGX B200 server
     assert f"KV cache over the network (NICs), {dis['kv_transfer_s'] * 1e3:.1f} ms a prompt" in md
-    # the acceptance is an assumption, and it says whose
-    assert "MTP, 1 drafted token, acceptance 0.85 assumed (the default profile's), 1.85 tokens a step" in md
+    # the acceptance is an assumption, and it says whose: the default profile's for MTP on B200 under vLLM
+    a = profile_acceptance()
+    assert f"MTP, 1 drafted token, acceptance {a:.2f} assumed (the default profile's), {1 + a:.2f} tokens a step" in md
     assert (
-        "Speculative decoding: MTP with 1 drafted token at acceptance 0.85, the default profile's mtp_acceptance "
+        f"Speculative decoding: MTP with 1 drafted token at acceptance {a:.2f}, the default profile's mtp_acceptance "
         "(the sweep states none). The acceptance is an assumption"
     ) in md
     assert "prefix cache: 50% of prompt tokens" in md
@@ -403,7 +412,7 @@ def test_a_report_that_compares_modes_says_which_is_cheapest_per_gpu_and_why(mod
     assert set(options["Speculative"]) == {"none", "mtp k=1"}
     dis = options.filter(pl.col("Serving mode") == "disaggregated").row(0, named=True)
     assert dis["xPyD"] in ("1P1D", "2P1D") and dis["Prefill layout"] == "tp8 ep8" and dis["KV link"] == "scale-out"
-    assert dis["Acceptance"] is None or dis["Acceptance"] == 0.85
+    assert dis["Acceptance"] is None or dis["Acceptance"] == round(profile_acceptance(), 3)
     agg = options.filter(pl.col("Serving mode") == "aggregated").row(0, named=True)
     assert agg["xPyD"] is None and agg["KV link"] is None
     # the comparison in the answer names both modes and says why, with the figures at capacity

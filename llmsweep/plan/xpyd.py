@@ -234,7 +234,7 @@ def search(frame: pl.DataFrame, plan: PlanInputs) -> tuple[pl.DataFrame, SearchS
         chosen, evaluated = _by_fleet(keys, wide, plan)
         if plan.rent_paid == PER_HOUR_USED:  # rented GPUs then cost gpus / capacity: keep that best too
             cheap, more = _by_gpu_seconds(keys, wide, plan)
-            chosen, evaluated = pl.concat([chosen, cheap]), evaluated + more
+            chosen, evaluated = pl.concat([chosen, cheap], how="diagonal_relaxed"), evaluated + more
     # a decode option where nothing meets the targets: its smallest replica (one that can run, if any)
     missing = keys.join(pl.DataFrame({_GROUP: chosen[_GROUP]}).unique(), on=_GROUP, how="anti")
     fallback = missing.sort(["_run", "gpus", *WORKER_AXES], descending=[True, False, False, False])
@@ -247,6 +247,9 @@ def search(frame: pl.DataFrame, plan: PlanInputs) -> tuple[pl.DataFrame, SearchS
 
 LEVELS = 8  # replica counts tried from each candidate's bound up before its capacity is bisected
 PROBE = 4  # candidates of lowest bound per decode option resolved first, to give it a best fleet
+# GPU-seconds per request compared to 4 significant figures: pools that tie in exact arithmetic (2P1D,
+# 4P2D, 6P3D) tie whatever the last bits of their bisected capacities, and the smaller replica wins
+GS_FIGURES = 4
 
 
 def _rows(wide: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
@@ -335,20 +338,22 @@ def _by_gpu_seconds(keys: pl.DataFrame, wide: pl.DataFrame, plan: PlanInputs) ->
     used costs), by branch and bound: the lowest bound gpus / U of each decode option is bisected
     first, then every candidate whose bound does not exceed the best found; (the chosen keys,
     candidates evaluated)."""
-    rows = keys.filter(pl.col("_U") > 0).with_columns(_lb=c.gpus / pl.col("_U"))
+    rows = keys.filter(pl.col("_U") > 0).with_columns(_lb=(c.gpus / pl.col("_U")).round_sig_figs(GS_FIGURES))
 
     def evaluate(part: pl.DataFrame) -> pl.DataFrame:
         cap = disaggregated_capacity(_rows(wide, part), plan.slo) if part.height else pl.Series([], dtype=pl.Float64)
         fleet = _fleet(pl.col("_cap"), plan)
         return part.with_columns(_cap=cap).with_columns(
-            _gs=pl.when(pl.col("_run") & fleet.is_not_null()).then(c.gpus / pl.col("_cap"))
+            _gs=pl.when(pl.col("_run") & fleet.is_not_null()).then((c.gpus / pl.col("_cap")).round_sig_figs(GS_FIGURES))
         )
 
     first = _ordered(rows, "_lb").group_by(_GROUP, maintain_order=True).first()
     done = evaluate(first)
     best = done.group_by(_GROUP).agg(pl.col("_gs").min().alias("_best"))
     rest = rows.filter(~pl.col("_order").is_in(first["_order"].implode())).join(best, on=_GROUP, how="left")
-    rest = rest.filter(pl.col("_best").is_null() | (pl.col("_lb") <= pl.col("_best"))).drop("_best")
+    # both sides to GS_FIGURES: a bound within a rounding of the best may still tie it
+    may_tie = pl.col("_lb") <= pl.col("_best") * (1 + 10 ** (1 - GS_FIGURES))
+    rest = rest.filter(pl.col("_best").is_null() | may_tie).drop("_best")
     done = pl.concat([done, evaluate(rest)], how="diagonal_relaxed")
     return _best(done, "_gs"), done.height
 
