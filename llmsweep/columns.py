@@ -1170,6 +1170,16 @@ def higher_is_better(name: str) -> bool:
 EXPORTED: tuple[str, ...] = tuple(col.name for col in COLUMNS if col.exported)
 # One hardware option at one workload: the identity columns a plan row (and a measurement's
 # configuration, with its batch) is keyed by.
+# A disaggregated replica's pools: its worker counts and the prefill worker's layout (null in an
+# aggregated row; the decode worker's layout is the row's tp, pp, ep and dp_attention).
+POOL_COLUMNS: tuple[str, ...] = (
+    "prefill_workers",
+    "decode_workers",
+    "prefill_tp",
+    "prefill_pp",
+    "prefill_ep",
+    "prefill_dp_attention",
+)
 OPTION_KEYS: tuple[str, ...] = (
     "gpu",
     "engine",

@@ -14,7 +14,7 @@ import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine, mtp_draft_tokens
-from llmsweep.columns import SCHEMA
+from llmsweep.columns import POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
 MAX = "max"
@@ -68,7 +68,7 @@ def aggregated_defaults(frame: pl.LazyFrame) -> pl.LazyFrame:
     none = speculation_table_row(NO_SPECULATION, None)
     values = {
         "mode": "aggregated",
-        **dict.fromkeys(_POOL_AXES),
+        **dict.fromkeys(POOL_COLUMNS),
         **none,
         "prefix_hit_rate": 0.0,
         "prefix_shared": False,
@@ -407,8 +407,6 @@ class GridParts:
 
 
 _CROSS = {"how": "cross", "maintain_order": "left_right"}
-# A disaggregated row's own identity columns: null in an aggregated one.
-_POOL_AXES = ("prefill_workers", "decode_workers", "prefill_tp", "prefill_pp", "prefill_ep", "prefill_dp_attention")
 
 
 def keep_filter(exclude: Sequence[dict[str, Sequence]], contexts: Sequence[int] | None = None) -> pl.Expr | None:
@@ -472,7 +470,7 @@ def grid_parts(
             .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
             .with_columns(
                 mode=pl.lit("aggregated", SCHEMA["mode"]),
-                **{n: pl.lit(None, SCHEMA[n]) for n in _POOL_AXES},
+                **{n: pl.lit(None, SCHEMA[n]) for n in POOL_COLUMNS},
             )
         )
 

@@ -11,24 +11,14 @@ import polars as pl
 from llmsweep.calibrate.measurement import DECODE_RATE, Measurement, noting_replicas, source_key, tp_candidates
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
-from llmsweep.columns import OPTION_KEYS, SCHEMA
+from llmsweep.columns import OPTION_KEYS, POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import load, modes
 from llmsweep.grid import MAX, aggregated_defaults, gpu_table, kv_table, model_table, precision_table
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
-# The configuration of a measurement: measurements that share it share one estimator row.
 # The serving mode of a configuration (measurement.py: Measurement's fields; null = aggregated).
-SERVING_KEYS = (
-    "mode",
-    "prefill_workers",
-    "decode_workers",
-    "prefill_tp",
-    "prefill_pp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "speculative",
-    "draft_tokens",
-)
+SERVING_KEYS = ("mode", *POOL_COLUMNS, "speculative", "draft_tokens")
+# The configuration of a measurement: measurements that share it share one estimator row.
 KEY = (*OPTION_KEYS, *SERVING_KEYS, "batch", "batch_is_max", "request_rate", "ttft_limit_s", "tpot_limit_s")
 _FLOATS = ("request_rate", "ttft_limit_s", "tpot_limit_s")  # KEY columns that are not grid columns
 _LEFT = {"how": "left", "maintain_order": "left"}
@@ -45,7 +35,7 @@ def _serving(ms: Sequence[Measurement]) -> dict[str, list]:
     """Each measurement's serving mode, in the grid's spelling (SERVING_KEYS)."""
     return {
         "mode": ["disaggregated" if m.disaggregated else "aggregated" for m in ms],
-        **{k: [getattr(m, k) for m in ms] for k in SERVING_KEYS[1:7]},
+        **{k: [getattr(m, k) for m in ms] for k in POOL_COLUMNS},
         "speculative": ["mtp" if m.draft_tokens else "none" for m in ms],
         "draft_tokens": [m.draft_tokens for m in ms],
     }

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.columns import c, text
+from llmsweep.columns import POOL_COLUMNS, c, text
 from llmsweep.estimate import load, parallel, speculative
 from llmsweep.estimate.memory import kv_sequence_bytes
 from llmsweep.estimate.parallel import SCALE_OUT, SCALE_UP
@@ -80,12 +80,7 @@ PREFILL_TERMS = {
 }
 # Columns that only a disaggregated row has (null in an aggregated one).
 DISAGGREGATED_ONLY = (
-    "prefill_workers",
-    "decode_workers",
-    "prefill_tp",
-    "prefill_pp",
-    "prefill_ep",
-    "prefill_dp_attention",
+    *POOL_COLUMNS,
     "prefill_worker_gpus",
     "kv_transfer_bytes",
     "kv_link",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from llmsweep.columns import POOL_COLUMNS
 from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import Speculation
 from llmsweep.limits import number
@@ -41,7 +42,7 @@ METHODS = ("none", "mtp", "eagle", "draft")
 # k when a setting gives none: mtp drafts at its engine's default depth (None: catalog/engines.
 # MTP_DRAFT_TOKENS, SGLang 3, TensorRT-LLM and vLLM 1), EAGLE heads and draft models 3.
 DEFAULT_DRAFT_TOKENS = {"mtp": None, "eagle": 3, "draft": 3}
-POOL_AXES = ("prefill_workers", "decode_workers", "prefill_tp", "prefill_pp", "prefill_ep", "prefill_dp_attention")
+POOL_AXES = POOL_COLUMNS
 
 
 def _name(kind: str, choices: Sequence[str]):
