@@ -444,13 +444,13 @@ def _mode_sentence(gpu: str, agg: dict, dis: dict, fleets: bool, unit: str) -> s
     win, lose = (dis, agg) if _cost(dis, fleets) <= _cost(agg, fleets) else (agg, dis)
     saving = 1 - _cost(win, fleets) / _cost(lose, fleets)
     other = "aggregated" if win is dis else "disaggregated"
-    than = f"the best {other} option ({option_name(lose)})"
+    than = f"{option_name(lose)}, the best {other} option"
     if saving < 0.005:
         text = f"On {gpu}, {option_name(win)} costs the same {unit} as {than}"
     else:
         text = f"On {gpu}, {option_name(win)} is {saving:.0%} cheaper {unit} than {than}"
     if fleets and win.get("fleet_gpus") is not None and lose.get("fleet_gpus") is not None:
-        text += f", {win['fleet_gpus']:,} GPUs for the traffic against {lose['fleet_gpus']:,}"
+        text += f": {win['fleet_gpus']:,} GPUs for the traffic against {lose['fleet_gpus']:,}"
     article = "an" if other[0] == "a" else "a"
     why = [w for w in (_at_capacity(win, "a replica"), _at_capacity(lose, f"{article} {other} one")) if w]
     if why:

@@ -417,7 +417,7 @@ def test_a_report_that_compares_modes_says_which_is_cheapest_per_gpu_and_why(mod
     assert agg["xPyD"] is None and agg["KV link"] is None
     # the comparison in the answer names both modes and says why, with the figures at capacity
     line = next(s for s in md.splitlines() if s.strip().startswith("- On b200, "))
-    assert "cheaper per million output tokens than the best" in line or "costs the same" in line
+    assert ("cheaper per million output tokens than " in line or "costs the same" in line) and ", the best " in line
     assert "At capacity a replica takes" in line and "requests/s" in line
 
 
@@ -468,7 +468,7 @@ def test_the_serving_comparison_by_hand():
     mtp = {**dis, "rank": 2, "speculative": "mtp", "draft_tokens": 1, "capacity_tpot_s": 0.016}
     assert answer.serving_comparison([dis, mtp, agg], fleets=True) == [
         "On b200, disaggregated 4P1D (prefill tp8 ep8, decode tp1 dp-attn8 ep8) is 20% cheaper per million output "
-        "tokens than the best aggregated option (aggregated tp8 ep8), 40 GPUs for the traffic against 48. At "
+        "tokens than aggregated tp8 ep8, the best aggregated option: 40 GPUs for the traffic against 48. At "
         "capacity a replica takes 27.1 requests/s (up to the p90 TTFT target), 4 prefill workers 98% busy and 1 "
         "decode worker running 817 sequences at TPOT 29 ms with no prefill interference; an aggregated one takes "
         "3.5 requests/s (saturated: its KV cache holds no more than 131 sequences a replica), prompts taking 51% of "
