@@ -24,6 +24,9 @@ from llmsweep.publish.runs import Run, load_run
 
 FORMATS = ("md", "html", "csv")
 OPTION_KEY = ("model", "input_tokens", "output_tokens", "gpu", "offer")
+# With serving modes the answer has a row per mode and speculative method too (finance.SERVING_GROUP);
+# a run saved before them has neither column: it served aggregated, without speculation.
+SERVING_KEY = {"mode": "aggregated", "speculative": "none"}
 # (plan column, header, unit, scale to the unit shown)
 ANSWER_FIELDS = (
     ("rank", "Rank", "", 1.0),
@@ -55,7 +58,7 @@ class Change:
 
 @dataclass(frozen=True)
 class OptionChange:
-    key: tuple  # OPTION_KEY values
+    key: tuple  # OPTION_KEY values, then SERVING_KEY's
     status: str  # changed, added, removed
     old: dict  # field -> value (empty when added)
     new: dict
@@ -179,7 +182,7 @@ def _rows(run: Run) -> dict[tuple, dict]:
     names = [f for f, *_ in ANSWER_FIELDS] + list(LAYOUT)
     out = {}
     for r in frame.iter_rows(named=True):
-        key = tuple(r[k] for k in OPTION_KEY)
+        key = tuple(r[k] for k in OPTION_KEY) + tuple(r.get(k) or v for k, v in SERVING_KEY.items())
         row = {n: r.get(n) for n in names}
         out[key] = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
     return out
@@ -300,13 +303,14 @@ def context(d: DiffResult) -> dict:
         )
     options = []
     for o in d.options:
-        model, s_in, s_out, gpu, offer = o.key
+        model, s_in, s_out, gpu, offer, mode, spec = o.key
+        serving = [x for x in (mode, spec) if x not in SERVING_KEY.values()]
         options.append(
             {
                 "model": model,
                 "lengths": f"{s_in:,} in / {s_out:,} out",
                 "gpu": gpu,
-                "offer": offer,
+                "offer": offer if not serving else f"{offer} · {' · '.join(serving)}",
                 "status": o.status,
                 "cells": [
                     {"text": cell(o, f, scale), "changed": o.status == "changed" and o.changed(f)}
@@ -357,7 +361,8 @@ def to_html(d: DiffResult) -> str:
     return environment(None, html=True).get_template("diff.html.j2").render(**context(d))
 
 
-CSV_HEADER = ("section", "key", "model", "input_tokens", "output_tokens", "gpu", "offer", "status", "field")
+CSV_HEADER = ("section", "key", "model", "input_tokens", "output_tokens", "gpu", "offer", "mode", "speculative")
+CSV_HEADER += ("status", "field")
 CSV_HEADER += ("old", "new", "change")
 
 
@@ -378,7 +383,7 @@ def to_csv(d: DiffResult) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_HEADER)
     for c in d.inputs:
-        row = (c.section, c.key, "", "", "", "", "", "changed", "", _raw(c.old), _raw(c.new), "")
+        row = (c.section, c.key, "", "", "", "", "", "", "", "changed", "", _raw(c.old), _raw(c.new), "")
         w.writerow([safe_cell(x) for x in row])
     for o in d.options:
         for name in [f for f, *_ in ANSWER_FIELDS] + list(LAYOUT):  # and the best layout, when it moved
