@@ -349,27 +349,30 @@ def test_batch_max_in_any_case(tmp_path):
 # -- serving modes ---------------------------------------------------------------------------------------------------
 def test_frontier_moe_sweep_rows():
     # layouts after the exclusions: tp 8 x ep 8, dp_attention 8 x ep 8 and dp_attention 16 x ep 16 (3 of the
-    # 2 x 3 x 2 = 12 the axes make); per GPU 3 layouts x 4 batches x 2 speculative = 24 aggregated rows; as
-    # decode workers with the one prefill layout and 4 x 3 worker pairs, the two 8-GPU layouts give
-    # 2 x 4 x 2 x 12 = 192 disaggregated rows and the 16-GPU one 1 x 4 x 2 x 9 = 72 (4P3D, 6P2D, 6P3D would
-    # exceed 72 GPUs: excluded). 3 GPUs x (24 + 192 + 72) = 864; before exclusions 3 x 12 x 4 x 2 x (1 + 12).
+    # 2 x 3 x 2 = 12 the axes make); per GPU 3 layouts x 4 batches x 2 speculative = 24 aggregated rows and,
+    # as decode workers with the one prefill layout, 24 disaggregated rows at 1P1D (the sweep gives no worker
+    # counts: the plan searches them). 3 GPUs x 48 = 144; before exclusions 3 x 12 x 4 x 2 x (1 + 1).
     sweep = load(ROOT / "sweeps" / "frontier-moe.yaml")
-    assert sweep.size == 3 * 12 * 4 * 2 * 13 == 3_744
+    assert sweep.size == 3 * 12 * 4 * 2 * 2 == 576
     frame = rows_of(ROOT / "sweeps" / "frontier-moe.yaml")
-    assert frame.height == 864
-    assert frame.group_by("mode").len().sort("mode").rows() == [("aggregated", 72), ("disaggregated", 792)]
+    assert frame.height == 144
+    assert frame.group_by("mode").len().sort("mode").rows() == [("aggregated", 72), ("disaggregated", 72)]
     pools = frame.filter(pl.col("mode") == "disaggregated")
-    assert set(pools.select("prefill_workers", "decode_workers").unique().rows()) == set(
-        itertools.product([1, 2, 4, 6], [1, 2, 3])
-    )
-    assert pools["gpus"].max() == 6 * 8 + 3 * 8 == 72  # 6P3D of 8-GPU workers: one NVL72 rack
+    assert set(pools.select("prefill_workers", "decode_workers").unique().rows()) == {(1, 1)}
+    assert pools["gpus"].max() == 8 + 16  # a prefill worker of 8 and a decode worker of 16 GPUs
     # GB200 NVL72 keeps every replica (<= 72 GPUs) in one NVLink domain; H200 replicas span servers
     assert set(pools.filter(pl.col("gpu") == "gb200")["kv_link"]) == {"scale-up"}
     assert set(pools.filter(pl.col("gpu") == "h200-sxm")["kv_link"]) == {"scale-out"}
     mtp = frame.filter(pl.col("speculative") == "mtp")
     alpha = sweep.profile.for_family("hopper", "vllm").mtp_acceptance
-    assert set(mtp["draft_tokens"]) == {1} and mtp["tokens_per_step"].to_list() == pytest.approx([1 + alpha] * 432)
+    assert set(mtp["draft_tokens"]) == {1} and mtp["tokens_per_step"].to_list() == pytest.approx([1 + alpha] * 72)
     assert frame.filter(pl.col("fits") & pl.col("meets_slo")).height > 0
+    # the plan searched the prefill:decode ratio: its disaggregated options are not all 1P1D
+    from llmsweep import pipeline
+
+    options = pipeline.compute_plan(sweep).options
+    searched = options.filter(pl.col("mode") == "disaggregated").select("prefill_workers", "decode_workers")
+    assert searched.unique().height > 1 and (options["gpus"] <= 72).all()
 
 
 def test_serving_axes_from_the_sweep_file(tmp_path):
