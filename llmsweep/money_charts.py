@@ -140,7 +140,7 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
     keys = [k for k in series_keys(series) if k in rows.columns]
     series = series.with_columns([pl.col(k).cast(rows.schema[k]) for k in keys])
     rows = rows.filter(pl.col("capacity_requests_per_s") > 0).join(
-        series.select(*keys, "_n"), on=keys, nulls_equal=True
+        series.select(*keys, "_n"), on=keys, nulls_equal=True, maintain_order="left"
     )
     rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
     steps = pl.DataFrame({"factor": TRAFFIC_STEPS})

@@ -138,7 +138,7 @@ def _at_rates(closed: pl.LazyFrame, columns: list[str]) -> pl.LazyFrame:
     opened = load.open_loop(closed, rate.fill_null(0.0))
     names = [n for n in dict.fromkeys([*columns, "tpot_s"]) if n in opened.collect_schema().names()]
     both = closed.with_row_index("_r").join(
-        opened.select(pl.col(n).alias(f"_open_{n}") for n in names).with_row_index("_r"), on="_r"
+        opened.select(pl.col(n).alias(f"_open_{n}") for n in names).with_row_index("_r"), on="_r", **_LEFT
     )
     return both.with_columns(
         pl.when(rate.is_not_null()).then(pl.col(f"_open_{n}")).otherwise(pl.col(n)).alias(n) for n in names
