@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import altair as alt
 import polars as pl
 
+from llmsweep.columns import POOL_COLUMNS
+
 GIB = 2**30  # memory is shown in GiB everywhere (charts and tables)
 WIDTH = 520
 NUMBER_AXIS = alt.Axis(format=",~r", labelOverlap=True)  # linear axes: 1,600 and 0.5
@@ -62,16 +64,7 @@ def _smallest_layout(frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
 SERIES_KEYS = ["model", "gpu", "precision", "tp", "pp", "ep", "dp_attention"]
 # A series' serving mode (when the results have one): the same decode layout aggregated and
 # disaggregated, with and without speculative decoding, are different options.
-SERVING_KEYS = [
-    "mode",
-    "speculative",
-    "prefill_workers",
-    "decode_workers",
-    "prefill_tp",
-    "prefill_pp",
-    "prefill_ep",
-    "prefill_dp_attention",
-]
+SERVING_KEYS = ["mode", "speculative", *POOL_COLUMNS]
 POINT_ONLY = "_point_only"  # a series drawn from its plan row alone (no estimates row has its worker counts)
 
 

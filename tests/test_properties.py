@@ -126,6 +126,8 @@ NUMERIC_FIELDS = [
     (("grid", "batch", 0), "batch"),
     (("grid", "tp", 0), "parallel"),
     (("grid", "pp", 0), "parallel"),
+    (("grid", "prefix_hit_rate", 0), "hit_rate"),
+    (("workload", "prefix_hit_rate"), "hit_rate"),
     (("workload", "requests_per_s"), "requests_per_s"),
     (("workload", "tokens_per_day"), "tokens_per_day"),
     (("workload", "peak_factor"), "peak_factor"),
@@ -241,6 +243,8 @@ def test_extreme_values_within_every_range_give_finite_outputs(data):
             continue  # sizes of a model are bounded together (params_total); see the case above
         if path[-1] in ("usd_per_gpu_hour", "purchase_usd_per_server"):
             continue  # one offer rents or buys (with one purchase price), never both: the base buys
+        if path == ("workload", "prefix_hit_rate"):
+            continue  # the grid's prefix_hit_rate axis is drawn: a sweep gives one or the other
         _put(doc, path, data.draw(_in_range(range_name), label=".".join(map(str, path))))
     sweep = _load_or_reject(doc)
     assert sweep is not None  # every value in range: `validate` says OK, and then `run` must work

@@ -163,6 +163,20 @@ def test_open_loop_disaggregated_x1_is_md1():
     assert saturated["saturated"] and saturated["ttft_s"] is None  # rho = 1: the prefill pool is full
 
 
+def test_open_loop_two_prefill_workers_by_hand():
+    # lambda = 10 /s on x = 2 prefill workers of p = 0.1 s: rho = 10 x 0.1 / 2 = 0.5; Sakasegawa's P(wait)
+    # = 0.5^(sqrt(2 x 3) - 1) = 0.5^1.44949 = 0.36615; Allen-Cunneen (deterministic service, half the
+    # M/M/2 wait) W = 0.36615 x 0.1 / (2 x 2 x 0.5) = 0.018308 s. Decode on 2 workers:
+    # D = 101 (0.010 + 0.0005 / 2) / (1 - 101 x 10 x 0.0005 / 2) = 1.03525 / 0.7475 = 1.384950 s.
+    r = disaggregated.open_loop(toy_disaggregated(prefill_workers=2).lazy(), pl.lit(10.0)).collect().row(0, named=True)
+    wait = 0.5 ** (6**0.5 - 1) * 0.1 / (2 * 2 * 0.5)
+    assert wait == pytest.approx(0.018308, abs=1e-6)
+    d = 1.03525 / 0.7475
+    assert r["ttft_s"] == pytest.approx(wait + 0.1 + 0.0115 + d / 101, rel=1e-9)
+    assert r["request_latency_s"] == pytest.approx(wait + 0.1 + 0.0115 + d, rel=1e-9)
+    assert r["prefill_utilization"] == pytest.approx(0.5)
+
+
 def test_more_prefill_workers_cut_the_wait():
     one = closed_disaggregated(toy_disaggregated(batch=16))
     two = closed_disaggregated(toy_disaggregated(batch=16, prefill_workers=2))

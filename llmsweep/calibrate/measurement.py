@@ -102,7 +102,7 @@ REQUIRED = (
 # `num_gpus` (the system's GPUs: data-parallel replicas beyond one), and measured-serving-dev.csv's
 # `mode` and `speculative` (rows in a serving mode the estimator does not model are listed, not
 # compared) with its per-pool layout columns (read with `mode`, not used).
-POOL_COLUMNS = tuple(
+POOL_FILE_COLUMNS = tuple(
     f"{pool}_{k}"
     for pool in ("prefill", "decode")
     for k in ("workers", "tp", "pp", "dp_attention", "ep", "moe_tp", "batch")
@@ -119,7 +119,7 @@ KNOWN = (
     "moe_tp",
     "mode",
     "speculative",
-    *POOL_COLUMNS,
+    *POOL_FILE_COLUMNS,
     "scenario",
     "ttft_limit_ms",
     "tpot_limit_ms",

@@ -128,7 +128,7 @@ def pair(
         )
         .with_columns(kv_link=kv_link())
         .with_columns(
-            servers_per_replica=(c.gpus / c.gpus_per_node).ceil().cast(pl.Int64),
+            servers_per_replica=parallel.servers_per_replica(),
             kv_transfer_s=kv_transfer_s(),
             layout_reason=pool_reason(),
         )

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmsweep.columns import POOL_COLUMNS
 from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import MAX, Axes
 from llmsweep.spec.models import AXES
 from llmsweep.spec.resolve import _Resolver
-from llmsweep.spec.serving import METHODS, MODES, POOL_AXES
+from llmsweep.spec.serving import METHODS, MODES
 from llmsweep.yamlfile import KeyPath
 
 
@@ -79,7 +80,7 @@ def _check_exclusions_leave_rows(r: _Resolver, exclude: tuple[dict[str, tuple], 
     def values(key: str) -> tuple:
         if key == "speculative":
             return tuple(s.method for s in axes.speculative)
-        if key in POOL_AXES:  # aggregated rows have none of them (None): no rule on them drops those
+        if key in POOL_COLUMNS:  # aggregated rows have none of them (None): no rule on them drops those
             layout = key not in ("prefill_workers", "decode_workers")
             pools = axes.prefill_layout(key.removeprefix("prefill_")) if layout else getattr(axes, key)
             return (tuple(pools) if axes.disaggregated else ()) + ((None,) if "aggregated" in axes.mode else ())

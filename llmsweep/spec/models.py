@@ -9,11 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from llmsweep.columns import POOL_COLUMNS
 from llmsweep.limits import field as lim
 from llmsweep.limits import number, typed
 from llmsweep.outfolder import SAFE_NAME
 from llmsweep.spec.base import _as_list, _axis, _Strict
-from llmsweep.spec.serving import POOL_AXES, SPECULATIVE_AXIS, DecodeSpec, Mode, PrefillSpec
+from llmsweep.spec.serving import SPECULATIVE_AXIS, DecodeSpec, Mode, PrefillSpec
 
 AXES = (
     "gpu",
@@ -30,7 +31,7 @@ AXES = (
     "ep",
     "dp_attention",
     "mode",
-    *POOL_AXES,
+    *POOL_COLUMNS,
     "speculative",
     "prefix_hit_rate",
 )

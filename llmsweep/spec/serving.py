@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from llmsweep.columns import POOL_COLUMNS
 from llmsweep.errors import LlmsweepError, did_you_mean
+from llmsweep.estimate import disaggregated, speculative
 from llmsweep.grid import Speculation
 from llmsweep.limits import number
 from llmsweep.spec.base import _as_list, _axis, _Strict
@@ -34,15 +34,14 @@ if TYPE_CHECKING:
     from llmsweep.spec.resolve import _Resolver
 
 # The same names as estimate/disaggregated.MODES and estimate/speculative.METHODS (a test keeps them equal).
-MODES = ("aggregated", "disaggregated")
-METHODS = ("none", "mtp", "eagle", "draft")
+MODES = disaggregated.MODES  # declared where each is estimated
+METHODS = speculative.METHODS
 # Tokens drafted per step when the sweep says none: one for MTP (DeepSeek-V3 trains one MTP module,
 # depth D = 1, and its report evaluates that one drafted token, §2.2 and §5.4.3); three for EAGLE and
 # draft models, an assumption (a few tokens, where an acceptance of 0.7 still gains: E = 2.53 at k = 3).
 # k when a setting gives none: mtp drafts at its engine's default depth (None: catalog/engines.
 # MTP_DRAFT_TOKENS, SGLang 3, TensorRT-LLM and vLLM 1), EAGLE heads and draft models 3.
 DEFAULT_DRAFT_TOKENS = {"mtp": None, "eagle": 3, "draft": 3}
-POOL_AXES = POOL_COLUMNS
 
 
 def _name(kind: str, choices: Sequence[str]):
@@ -62,8 +61,8 @@ def _name(kind: str, choices: Sequence[str]):
     return check
 
 
-Mode = Annotated[Literal["aggregated", "disaggregated"], BeforeValidator(_name("mode", MODES))]
-Method = Annotated[Literal["none", "mtp", "eagle", "draft"], BeforeValidator(_name("method", METHODS))]
+Mode = Annotated[Literal[MODES], BeforeValidator(_name("mode", MODES))]  # type: ignore[valid-type]
+Method = Annotated[Literal[METHODS], BeforeValidator(_name("method", METHODS))]  # type: ignore[valid-type]
 
 
 def tokens_per_step(rates: Sequence[float]) -> float:
