@@ -382,20 +382,6 @@ def _shrunk(
     )
 
 
-def _shrunk_fit(
-    ev: Evaluator,
-    profile: Profile,
-    engine: str,
-    family: str,
-    names: tuple[str, ...],
-    init: Profile | None = None,
-    shared: bool = False,
-) -> Profile:
-    """`profile` with `names` fitted as _shrunk describes (one sub-fit alone)."""
-    problem = _shrunk(ev, profile, engine, family, names, init, shared)
-    return problem.candidate(_minimise([problem])[0])
-
-
 def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:
     """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS), then each
     of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent.

@@ -5,7 +5,7 @@ Rows of those modes are compared like any other but are not fitted into the aggr
 (Measurement.fittable): with every parameter the aggregated rows set held, the MTP rows' decode
 metrics fit one shared `mtp_acceptance`, then each engine's disaggregated rows' TTFT fit its
 `handoff_overhead_s`, each pulled towards its starting value like every fitted value
-(fitting._shrunk_fit's prior, worth PRIOR_ROWS rows). `kv_transfer_efficiency` stays at its prior:
+(fitting._shrunk's prior, worth PRIOR_ROWS rows). `kv_transfer_efficiency` stays at its prior:
 a prompt's KV cache crosses a 50 GB/s NIC in 1.4-12 ms in these rows, too little of their TTFT to
 be told apart from the hand-off.
 """
@@ -40,14 +40,21 @@ def handoff_rows(ev: Evaluator, rows: list[int], engine: str) -> list[int]:
 
 def fit_serving(ev: Evaluator, profile: Profile, rows: list[int], init: Profile | None = None) -> Profile:
     """`profile` with mtp_acceptance and each engine's handoff_overhead_s fitted on the serving-mode
-    rows among `rows` (unchanged where there are fewer than MIN_ROWS of them)."""
+    rows among `rows` (unchanged where there are fewer than MIN_ROWS of them). The acceptance is
+    fitted first (a disaggregated MTP row's TTFT holds its first decode step), then every engine's
+    hand-off at once, as fitting.fit_engines fits engines."""
     from llmsweep.calibrate import fitting  # it calls this module: imported here, not at the top
 
     mtp = mtp_rows(ev, rows)
     if len(mtp) >= MIN_ROWS:
-        profile = fitting._shrunk_fit(ev.subset(mtp), profile, "", "", ("mtp_acceptance",), init, shared=True)
-    for engine in sorted({ev.measurements[i].engine for i in rows if ev.measurements[i].disaggregated}):
-        picked = handoff_rows(ev, rows, engine)
-        if len(picked) >= MIN_ROWS:
-            profile = fitting._shrunk_fit(ev.subset(picked), profile, engine, "", ("handoff_overhead_s",), init)
+        (values,) = fitting._minimise(
+            [fitting._shrunk(ev.subset(mtp), profile, "", "", ("mtp_acceptance",), init, True)]
+        )
+        profile = fitting._with(profile, values, {})
+    engines = sorted({ev.measurements[i].engine for i in rows if ev.measurements[i].disaggregated})
+    picked = {e: handoff_rows(ev, rows, e) for e in engines}
+    fitted = [e for e in engines if len(picked[e]) >= MIN_ROWS]
+    problems = [fitting._shrunk(ev.subset(picked[e]), profile, e, "", ("handoff_overhead_s",), init) for e in fitted]
+    for engine, values in zip(fitted, fitting._minimise(problems), strict=True):
+        profile = fitting._with(profile, {}, {"": values}, engine=engine)
     return profile
