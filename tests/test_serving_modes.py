@@ -159,6 +159,11 @@ def test_open_loop_disaggregated_x1_is_md1():
     assert r["tpot_s"] == pytest.approx(d / 101, rel=1e-9)
     assert r["request_latency_s"] == pytest.approx(0.05 + 0.1 + 0.0115 + d, rel=1e-9)
     assert r["concurrency"] == pytest.approx(5 * r["request_latency_s"])
+    # the hand-off between the pools (profile handoff_overhead_s) adds to TTFT and latency as it is
+    handed = disaggregated.open_loop(frame.with_columns(handoff_overhead_s=pl.lit(0.05)).lazy(), pl.lit(5.0))
+    handed = handed.collect().row(0, named=True)
+    assert handed["ttft_s"] == pytest.approx(r["ttft_s"] + 0.05, rel=1e-12)
+    assert handed["tpot_s"] == pytest.approx(r["tpot_s"], rel=1e-12)
     saturated = disaggregated.open_loop(frame.lazy(), pl.lit(10.0)).collect().row(0, named=True)
     assert saturated["saturated"] and saturated["ttft_s"] is None  # rho = 1: the prefill pool is full
 
