@@ -172,6 +172,22 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Dense peak of one GPU for compute_dtype (no sparsity).",
         ),
         (
+            "attention_peak_flops_per_s",
+            F,
+            "FLOP/s",
+            "Attention peak FLOP/s",
+            "Dense peak of one GPU for the 16-bit activation dtype attention runs in (no sparsity).",
+            False,
+        ),
+        (
+            "fp8_peak_flops_per_s",
+            F,
+            "FLOP/s",
+            "FP8 peak FLOP/s",
+            "Dense fp8 peak of one GPU (its 16-bit peak without fp8): attention over an 8-bit KV cache.",
+            False,
+        ),
+        (
             "scale_up_bandwidth_bytes_per_s",
             F,
             "bytes/s",
@@ -336,6 +352,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "s",
             "MoE layer overhead",
             "Further fixed time per MoE layer per forward pass: router, permutation, grouped GEMMs (profile).",
+            False,
+        ),
+        (
+            "routed_activation_passes",
+            F,
+            "passes",
+            "Routed activation passes",
+            "Memory passes over a d-wide activation per routed copy of a token in an MoE layer (profile).",
             False,
         ),
         (
@@ -518,6 +542,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
         ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
         ("seconds_per_flop", F, "s/FLOP", "", "1 / (tp x F x eta_c).", False),
+        (
+            "attention_flop_cost",
+            F,
+            "",
+            "",
+            "F / F_attn: weight-dtype FLOPs one attention FLOP costs (1 for 16-bit weights).",
+            False,
+        ),
         ("seconds_per_byte", F, "s/byte", "", "1 / (tp x BW x eta_bw).", False),
         ("fixed_step_s", F, "s", "", "Per-step + L x per-layer overhead.", False),
         ("allreduce_fixed_s", F, "s", "", "Latency part of a forward pass's all-reduces: 2 L alpha.", False),
@@ -529,6 +561,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("pp_s_per_token", F, "s", "", "Bandwidth part of the pipeline sends per token.", False),
         ("comm_fixed_s", F, "s", "", "Latency part of all of a forward pass's communication.", False),
         ("comm_s_per_token", F, "s", "", "Bandwidth part of all communication per token of a group.", False),
+        (
+            "routing_s_per_token",
+            F,
+            "s",
+            "",
+            "Memory time of the MoE layers' permutation, gating and combine per token (routed_activation_passes).",
+            False,
+        ),
         ("expert_placement", F, "", "", "Busiest EP rank's experts over the mean: ceil(E / ep) ep / E.", False),
         ("expert_spread", F, "", "", "sqrt(2 ln ep) / sqrt(E / ep): the busiest rank's extra touched experts.", False),
         ("network_unit_gpus", I, "GPUs", "", "GPUs reachable without the NICs: max(scale-up domain, server).", False),
@@ -547,6 +587,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         # Per (layout, input, output): computed once for all batch sizes.
         ("kv_context_bytes_per_sequence", F, "bytes", "", "KV of one sequence at context_tokens, one GPU.", False),
         ("decode_flops_per_sequence", F, "FLOP", "", "One sequence's decode-step FLOPs at the mean context.", False),
+        (
+            "decode_compute_s_per_sequence",
+            F,
+            "s",
+            "",
+            "One sequence's share of a step's compute time (attention at the 16-bit rate).",
+            False,
+        ),
         ("decode_kv_bytes_per_sequence", F, "bytes", "", "KV one sequence's decode step reads, all GPUs.", False),
         # Per row.
         (
@@ -748,6 +796,13 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("decode_compute_s", F, "s", "Compute time", "Decode step, compute term."),
         ("decode_memory_s", F, "s", "Memory time", "Decode step, memory term."),
         ("decode_comm_s", F, "s", "Communication time", "Decode step, tensor-parallel all-reduces."),
+        (
+            "decode_routing_s",
+            F,
+            "s",
+            "Routing time",
+            "Decode step, memory time of the MoE layers' permutation, gating and combine.",
+        ),
         ("decode_overhead_s", F, "s", "Overhead time", "Decode step, fixed per-step and per-layer costs."),
         (
             "decode_step_s",

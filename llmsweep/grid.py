@@ -251,6 +251,8 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
     for gid, pid in product(dict.fromkeys(gpus), dict.fromkeys(precisions)):
         g, p = catalog.gpu(gid), catalog.precision(pid)
         flops, used = g.peak_flops(p.compute_dtype)
+        attention_flops, _ = g.peak_flops(p.activation_dtype)
+        fp8_flops, _ = g.peak_flops("fp8")
         note = None
         if flops and used != p.compute_dtype:
             note = f"{gid} has no published {p.compute_dtype} rate; matmuls use its {used} rate"
@@ -262,6 +264,8 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
                 "activation_bytes_per_element": p.activation_bytes,
                 "compute_dtype": used,
                 "peak_flops_per_s": flops,
+                "attention_peak_flops_per_s": attention_flops or flops,
+                "fp8_peak_flops_per_s": fp8_flops or attention_flops or flops,
                 "notes": note,
             }
         )

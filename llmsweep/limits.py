@@ -51,6 +51,7 @@ of the bounds as literals (a test keeps them equal).
     rack_usd_per_month        0            1e7         USD
     horizon_years             0.1          100         years
     share                     0            1           fraction    burst_share (closed-loop waves)
+    passes                    0            1,000       passes      routed_activation_passes (MoE routing traffic)
     running_requests          0            1,000,000   requests    max_running_requests (0 = no limit)
     workers                   1            1,024       workers     prefill / decode workers of a disaggregated replica
     draft_tokens              1            16          tokens      speculative decoding: tokens drafted per step
@@ -162,6 +163,7 @@ RANGES: dict[str, Range] = {
     "band_factor": Range(0.001, 1000, "ratio"),
     "expert_imbalance": Range(1, 4, "ratio"),
     "share": Range(0, 1, "fraction"),
+    "passes": Range(0, 1000, "passes"),
     "running_requests": Range(0, 1_000_000, "requests", integer=True),
     "workers": Range(1, 1024, "workers", integer=True),
     "draft_tokens": Range(1, 16, "tokens", integer=True),

@@ -309,11 +309,12 @@ with its estimates in `docs/fidelity-residuals.csv`. Ratio = estimated / measure
 = |ratio - 1|; the median ratio is the bias (below 1: optimistic, too fast).
 
 **How `default` is made.** The `literature` profile (first values from published utilisation
-figures) is fitted by minimising the squared log error: bandwidth efficiency and the per-step,
-per-layer and per-MoE-layer overheads shared by every row, then bandwidth efficiency per GPU family
+figures) is fitted by minimising the squared log error: bandwidth efficiency, the per-step,
+per-layer and per-MoE-layer overheads and the MoE routing traffic (`routed_activation_passes`)
+shared by every row, then bandwidth efficiency per GPU family
 (8 rows or more), then, per serving engine with 8 rows or more, its own bandwidth and compute
 efficiency, per-step and per-request overhead, and per engine x GPU family its own bandwidth
-efficiency. Each level is pulled towards the level above it by a prior worth 8 rows, so a value
+and compute efficiency. Each level is pulled towards the level above it by a prior worth 8 rows, so a value
 backed by few rows stays close to its parent and no engine's rows set another engine's efficiency
 (an engine with no rows uses the shared values, `generic`). The loaded figures (TTFT, TPOT at a
 concurrency) are the operating-point model's (docs/serving.md). The honest figures are the

@@ -25,8 +25,47 @@ def test_mla_decode_attention_is_absorbed_in_the_latent():
     assert row["decode_attention_flops_per_key"] == 4 * 61 * 128 * 544 == 16_990_208
     assert row["attention_flops_per_key"] == 4 * 61 * 128 * 160 == 4_997_120
     assert row["decode_flops_per_step"] == 2 * 37_552_297_472 + 16_990_208 * 1_152 == 94_677_314_560
-    # ideal: the compute term is the plain roofline, FLOPs / (tp x peak): 94,677,314,560 / (8 x 4.5e15)
-    assert row["decode_compute_s"] == pytest.approx(94_677_314_560 / (8 * row["peak_flops_per_s"]), rel=1e-12)
+    # ideal: the compute term is the plain roofline at each FLOP's rate: the fp8 matmuls at 4.5e15,
+    # attention over the 16-bit cache at the bf16 2.25e15 (counted twice at the fp8 rate), over tp 8:
+    # (75,104,594,944 + 2 x 19,572,719,616) / (8 x 4.5e15) = 3.1736e-6 s
+    assert row["attention_flop_cost"] == 4500 / 2250 == 2
+    expected = (75_104_594_944 + 2 * 19_572_719_616) / (8 * 4.5e15)
+    assert expected == pytest.approx(3.17361e-6, rel=1e-5)
+    assert row["decode_compute_s"] == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "precision", "kv", "cost"),
+    [
+        # nvfp4 weights run at B300's fp4 14,000 TFLOP/s; attention over a 16-bit cache at bf16 2,250
+        ("b300", "nvfp4", "bf16", 14_000 / 2_250),
+        # over an fp8 cache the attention kernels (FlashMLA, TensorRT-LLM) run at fp8 4,500
+        ("b300", "nvfp4", "fp8", 14_000 / 4_500),
+        ("b300", "fp8", "fp8", 1.0),
+        # 16-bit weights over an fp8 cache: attention at twice the matmuls' rate (989 -> 1,979 on H100)
+        ("h100-sxm", "bf16", "fp8", 989.4 / 1978.9),
+        ("h100-sxm", "bf16", "bf16", 1.0),
+        # no fp4 on Hopper: the matmuls fall back to fp8 (1,979), attention at bf16 (989)
+        ("h100-sxm", "nvfp4", "bf16", 1978.9 / 989.4),
+    ],
+)
+def test_attention_runs_at_the_rate_of_its_dtype(gpu, precision, kv, cost):
+    row = estimate_row(gpu=gpu, model=R1, precision=precision, kv_precision=kv, tp=8, batch=1)
+    assert row["attention_flop_cost"] == pytest.approx(cost, rel=1e-3)
+
+
+def test_prefill_attention_over_an_fp8_cache_takes_half_the_time():
+    # DeepSeek-R1 nvfp4 on 8 B300, a 16,384-token prompt (compute-bound: 2 x 37.55e9 x 16,384 =
+    # 1.23e15 linear FLOPs, 11 ms at 8 x 14e15, against 5.9 ms to read its 377 GB of weights): only
+    # the attention FLOPs' rate differs, 2,250 over a 16-bit cache and 4,500 over an fp8 one, so the
+    # prefill times differ by attention x (14,000 / 2,250 - 14,000 / 4,500) / (8 x 14e15).
+    rows = {
+        kv: estimate_row(gpu="b300", model=R1, precision="nvfp4", kv_precision=kv, tp=8, batch=1, input_tokens=16_384)
+        for kv in ("bf16", "fp8")
+    }
+    attention = rows["bf16"]["prefill_flops"] - 2 * 37_552_297_472 * 16_384
+    saved = attention * (14_000 / 2_250 - 14_000 / 4_500) / (8 * 14e15)
+    assert rows["bf16"]["prefill_s"] - rows["fp8"]["prefill_s"] == pytest.approx(saved, rel=1e-9)
 
 
 def test_gqa_decode_attention_is_unchanged():

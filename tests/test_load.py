@@ -31,8 +31,7 @@ def toy(**over) -> pl.DataFrame:
         "max_batch": 1000,
         "prefill_s": 0.1,
         "prefill_chunk_tokens": 1000,
-        "decode_flops_per_sequence": 0.0,
-        "seconds_per_flop": 1e-15,
+        "decode_compute_s_per_sequence": 0.0,
         "decode_kv_bytes_per_sequence": 5e8,
         "seconds_per_byte": 1e-12,
         "model_weight_bytes": 1e10,
@@ -40,6 +39,7 @@ def toy(**over) -> pl.DataFrame:
         "expert_miss_log": 0.0,
         "comm_fixed_s": 0.0,
         "comm_s_per_token": 0.0,
+        "routing_s_per_token": 0.0,
         "dp_attention": 1,
         "max_running_requests": 0.0,
         "expert_share": 1.0,
@@ -63,10 +63,11 @@ def toy(**over) -> pl.DataFrame:
     # the decode step's terms at `batch` (estimate/compute.py), as add_batch_estimates leaves them
     b = pl.col("batch").cast(pl.Float64)
     return frame.with_columns(
-        decode_compute_s=b * pl.col("decode_flops_per_sequence") * pl.col("seconds_per_flop"),
+        decode_compute_s=b * pl.col("decode_compute_s_per_sequence"),
         decode_memory_s=(pl.col("model_weight_bytes") + b * pl.col("decode_kv_bytes_per_sequence"))
         * pl.col("seconds_per_byte"),
         decode_comm_s=pl.lit(0.0),
+        decode_routing_s=pl.lit(0.0),
         decode_overhead_s=pl.lit(0.0),
     ).with_columns(
         decode_weight_fraction=pl.col("model_weight_bytes") * pl.col("seconds_per_byte") / pl.col("decode_memory_s")

@@ -135,3 +135,24 @@ def test_sweep_axes_and_gpu_count(tmp_path):
     frame = pipeline.compute(sweep).collect()
     assert frame.height == 6
     assert sorted(frame.select("tp", "dp_attention", "gpus").unique().rows()) == [(1, 1, 1), (1, 8, 8), (8, 1, 8)]
+
+
+def test_routing_traffic_of_the_moe_layers():
+    # Per token: n_r passes x 2 bytes x d 7,168 x 58 MoE layers x k 8 copies, over tp 8 x B200's
+    # 8 TB/s x eta_bw. At n_r = 6: 6 x 2 x 7,168 x 58 x 8 = 39,911,424 bytes per token.
+    row = r1(tp=8, ep=8, batch=32, profile="default")
+    n_r = row["routed_activation_passes"]
+    assert n_r > 0
+    assert 6 * 2 * 7_168 * 58 * 8 == 39_911_424
+    per_token = n_r / 6 * 39_911_424 / (8 * 8e12 * row["bandwidth_efficiency"])
+    assert row["routing_s_per_token"] == pytest.approx(per_token, rel=1e-12)
+    # a decode step of 32 sequences adds it 32 times, beside the roofline's max, like communication
+    assert row["decode_routing_s"] == pytest.approx(32 * per_token, rel=1e-12)
+    terms = max(row["decode_compute_s"], row["decode_memory_s"]) + row["decode_comm_s"] + row["decode_overhead_s"]
+    assert row["decode_step_s"] == pytest.approx(terms + 32 * per_token, rel=1e-12)
+
+
+def test_routing_traffic_is_none_for_dense_models_and_in_ideal():
+    assert r1(tp=8, ep=8)["routing_s_per_token"] == 0  # ideal: n_r = 0, the plain roofline
+    dense = estimate_row(gpu="h100-sxm", model="meta-llama/Llama-3.1-8B", batch=8, profile="default")
+    assert dense["routing_s_per_token"] == 0 and dense["decode_routing_s"] == 0

@@ -31,6 +31,7 @@ BOUNDS = {
     "step_overhead_s": (0.0, 0.01),
     "layer_overhead_s": (0.0, 0.0001),
     "moe_layer_overhead_s": (0.0, 0.0005),
+    "routed_activation_passes": (0.0, 200.0),
     "request_overhead_s": (0.0, 0.5),
     # the serving modes' (calibrate/serving.py)
     "mtp_acceptance": (0.05, 0.95),
@@ -43,6 +44,7 @@ SCALE = {
     "step_overhead_s": 0.001,
     "layer_overhead_s": 0.00002,
     "moe_layer_overhead_s": 0.00005,
+    "routed_activation_passes": 40.0,
     "request_overhead_s": 0.01,
     "handoff_overhead_s": 0.05,
 }
@@ -297,7 +299,7 @@ def _clip(name: str, v: float) -> float:
 # twice the FP32-accumulate peak the catalog uses; TensorRT-LLM and vLLM do not), so a value fitted on
 # one engine's prefill mispredicts the others'. Cross-validation showed it: fitting it made the
 # out-of-sample prefill error worse (38 %) than leaving it (26 %).
-SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s", "moe_layer_overhead_s")
+SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s", "moe_layer_overhead_s", "routed_activation_passes")
 FAMILY_PARAMS = ("bandwidth_efficiency",)
 # Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
 # enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the

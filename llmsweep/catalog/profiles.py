@@ -46,6 +46,10 @@ class Efficiency(BaseModel):
     # MoE layers run kernels a dense MLP does not (router top-k, token permutation, grouped GEMMs,
     # un-permutation): a fixed time per MoE layer per forward pass; 0 in profiles written before it.
     moe_layer_overhead_s: typed("overhead_s") = lim("overhead_s", 0.0)
+    # Memory passes over a d-wide activation per routed copy of a token in an MoE layer (permutation,
+    # activation quantisation, gating, combine): estimate/compute.py routing_s_per_token; 0 = the
+    # plain roofline (and profiles written before it).
+    routed_activation_passes: typed("passes") = lim("passes", 0.0)
     allreduce_latency_s: typed("overhead_s") = lim("overhead_s")
     # Across servers (estimate/parallel.py); defaulted so that older profile files keep working.
     network_latency_s: typed("overhead_s") = lim("overhead_s", NETWORK_LATENCY_S)

@@ -56,6 +56,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             routed_expert_bytes=experts.routed_expert_bytes(),
             expert_miss_log=experts.expert_miss_log(),
             seconds_per_flop=compute.seconds_per_flop(),
+            attention_flop_cost=compute.attention_flop_cost(),
             seconds_per_byte=compute.seconds_per_byte(),
             fixed_step_s=compute.fixed_step_s(),
             ridge_point=compute.ridge_point(),
@@ -74,6 +75,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             comm_fixed_s=parallel.comm_fixed_s(),
             comm_s_per_token=parallel.comm_s_per_token(),
+            routing_s_per_token=compute.routing_s_per_token(),
             expert_share=experts.expert_share(),
             spec_token_factor=speculative.token_factor(),
             spec_kv_factor=speculative.kv_factor(),
@@ -97,6 +99,7 @@ def add_length_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             decode_flops_per_sequence=compute.decode_flops_per_sequence(),
             decode_kv_bytes_per_sequence=compute.decode_kv_bytes_per_sequence(),
         )
+        .with_columns(decode_compute_s_per_sequence=compute.decode_compute_s_per_sequence())
         .with_columns(
             max_batch=memory.max_batch(),
             prefill_s=compute.prefill_s(),

@@ -50,6 +50,18 @@ def seconds_per_flop() -> pl.Expr:
     return 1 / (c.tp * c.peak_flops_per_s * c.compute_efficiency)
 
 
+def attention_flop_cost() -> pl.Expr:
+    """F / F_attn: what one attention FLOP costs in FLOPs at the matmuls' rate. The weight GEMMs
+    run at the weights' compute dtype (fp8, fp4); attention multiplies activations by the KV
+    cache, in the 16-bit activation dtype (FlashAttention-2/3, FlashInfer, FlashMLA in bf16) or,
+    over an 8-bit (or narrower) cache, at the fp8 rate (FlashMLA's and TensorRT-LLM's fp8 kernels,
+    FlashAttention-3 fp8 quantise the queries). On a B300 an nvfp4 model with a 16-bit cache attends
+    at 2,250 not 14,000 TFLOP/s: 14,000 / 2,250 = 6.2; with an fp8 cache 14,000 / 4,500 = 3.1; fp8
+    weights over an fp8 cache 1; bf16 weights over an fp8 cache 2,250 / 4,500 = 0.5."""
+    rate = pl.when(c.kv_bytes_per_element <= 1).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
+    return c.peak_flops_per_s / rate
+
+
 def seconds_per_byte() -> pl.Expr:
     """1 / (tp x BW x eta_bw): memory time per byte for traffic split over the tp GPUs of a stage."""
     return 1 / (c.tp * c.memory_bandwidth_bytes_per_s * c.bandwidth_efficiency)
@@ -59,6 +71,23 @@ def fixed_step_s() -> pl.Expr:
     """Fixed cost of one forward pass: per step + L x per layer + L_moe x per MoE layer (profile).
     DeepSeek-R1 in `literature`: 0.5 ms + 61 x 10 us + 58 x 10 us = 1.69 ms."""
     return c.step_overhead_s + c.layers * c.layer_overhead_s + c.moe_layers * c.moe_layer_overhead_s
+
+
+def routing_s_per_token() -> pl.Expr:
+    """n_r x a x d x L_moe x k / (tp BW eta_bw): memory time one token adds to a forward pass in the
+    MoE layers' kernels around the expert GEMMs. Each of its k routed copies is written to the
+    experts' order (permutation, with the activation quantised for fp8/fp4 GEMMs), gated (SiLU x up
+    over the expert's width) and read back into a weighted sum (combine): about n_r = 6 passes over a
+    d-wide 16-bit vector per copy by the count below, fitted (routed_activation_passes, profile; 0 in
+    `ideal` and for dense models). They run between the GEMMs, so their time adds to the roofline's
+    max(compute, memory), like communication, and it scales with bandwidth, not the FLOP peak: it
+    is a larger share of a prefill on a GPU with a fast fp8/fp4 peak. Count per copy: permute read
+    + write (2), quantise (1), the up/gate GEMM's output 2 I_e and SiLU x up over it (about 1 for
+    DeepSeek's I_e / d = 0.29), the down GEMM's output (1), combine's read (1). DeepSeek-R1 (d 7,168,
+    58 MoE layers, k 8) at n_r = 6: 6 x 2 x 7,168 x 58 x 8 = 39.9 MB per token; over tp 8 GPUs at
+    8 TB/s x 0.7, 0.89 us per token, 7.3 ms for an 8k prompt."""
+    passes = c.routed_activation_passes * c.moe_layers * c.experts_per_token
+    return passes * c.activation_bytes_per_element * c.hidden_size * c.seconds_per_byte
 
 
 def ridge_point() -> pl.Expr:
@@ -104,6 +133,14 @@ def prefill_flops() -> pl.Expr:
     return c.flops_per_token * n + attention + indexer
 
 
+def prefill_compute_s() -> pl.Expr:
+    """Prefill FLOPs at their rates: (2 P_a n + (attention + indexer) x F / F_attn) / (tp F eta_c),
+    the matmuls at the weights' dtype and attention at the 16-bit rate (attention_flop_cost)."""
+    linear = c.flops_per_token * c.prefill_new_tokens
+    attention = (c.prefill_flops - linear) * c.attention_flop_cost
+    return (linear + attention) * c.seconds_per_flop
+
+
 def prefill_bytes() -> pl.Expr:
     """Weights read once (the experts the new tokens touch) + the prompt's KV (the cached prefix
     read, the new tokens' written)."""
@@ -111,12 +148,13 @@ def prefill_bytes() -> pl.Expr:
 
 
 def prefill_s() -> pl.Expr:
-    """max(FLOPs / (tp F eta_c), bytes / (tp BW eta_bw)) + communication (all-reduces, all-to-alls, pp
+    """max(compute (prefill_compute_s), bytes / (tp BW eta_bw)) + communication (all-reduces, all-to-alls, pp
     sends: estimate/parallel.py) + fixed costs; 0 without a prompt.
     Example (ideal): 3.40e13 FLOPs / 989e12 FLOP/s = 34.4 ms (Llama-3.1-8B bf16, H100 SXM, 2,048 tokens)."""
     t = (
-        pl.max_horizontal(c.prefill_flops * c.seconds_per_flop, prefill_bytes() * c.seconds_per_byte)
+        pl.max_horizontal(prefill_compute_s(), prefill_bytes() * c.seconds_per_byte)
         + comm_s(c.prefill_new_tokens)
+        + c.prefill_new_tokens * c.routing_s_per_token
         + c.fixed_step_s
     )
     return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
@@ -135,6 +173,13 @@ def decode_flops_per_sequence() -> pl.Expr:
     ctx = mean_decode_context()
     attention = c.decode_attention_flops_per_key * attended_keys(ctx)
     return c.flops_per_token + attention + c.indexer_flops_per_key * ctx
+
+
+def decode_compute_s_per_sequence() -> pl.Expr:
+    """One sequence's share of a step's compute time: (2 P_a + attention x F / F_attn) / (tp F eta_c),
+    attention at the 16-bit rate (attention_flop_cost)."""
+    attention = c.decode_flops_per_sequence - c.flops_per_token
+    return (c.flops_per_token + attention * c.attention_flop_cost) * c.seconds_per_flop
 
 
 def decode_kv_bytes_per_sequence() -> pl.Expr:
@@ -166,9 +211,10 @@ def decode_terms() -> dict[str, pl.Expr]:
     """The four decode-step terms [s]; the step = max(compute, memory) + communication + overhead
     (decode_step_s; under load the step users see is stretched by prefill: estimate/load.py)."""
     return {
-        "decode_compute_s": c.decode_flops_per_step * c.seconds_per_flop,
+        "decode_compute_s": c.group_batch * c.spec_token_factor * c.decode_compute_s_per_sequence,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
         "decode_comm_s": comm_s(c.group_batch * c.spec_token_factor),
+        "decode_routing_s": c.group_batch * c.spec_token_factor * c.routing_s_per_token,
         "decode_overhead_s": c.fixed_step_s + c.spec_fixed_s,
     }
 

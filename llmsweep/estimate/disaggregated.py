@@ -60,7 +60,7 @@ NO_KV_LINK = (
     "the pools span servers and the GPU has no known scale-out network bandwidth to move the KV cache "
     "(scale_out_gbps_per_direction)"
 )
-_NEWTON = 6  # Newton steps from the left: quadratic convergence, below 1e-12 of R in every case tested
+_NEWTON = 8  # Newton steps from the left: quadratic convergence, below 1e-12 of R in every case tested
 # The prefill worker's terms a disaggregated row takes (prefill_ prefixed where the decode worker has its own).
 PREFILL_TERMS = {
     "prefill_s": "prefill_s",
@@ -274,7 +274,10 @@ def closed_loop(frame: pl.LazyFrame) -> pl.LazyFrame:
     busy = _busy_share(rho, x)
     first = c.request_overhead_s + c.handoff_overhead_s + c.kv_transfer_s + t_d + p
     out = lf.with_columns(
-        decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s) + c.decode_comm_s + c.decode_overhead_s,
+        decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
+        + c.decode_comm_s
+        + c.decode_routing_s
+        + c.decode_overhead_s,
         tpot_s=t_d / c.tokens_per_step,
         decode_batch=pl.max_horizontal((1 + (n - 1) * d / r) / y, 1.0),
         ttft_s=first + wait + slot,

@@ -61,18 +61,20 @@ def admission_slots() -> pl.Expr:
 
 def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
-    compute.decode_terms at batch b: max(g x FLOPs/seq x s/FLOP, (weights read(b) + g x KV/seq) x s/byte)
+    compute.decode_terms at batch b: max(g x compute s/seq (compute.decode_compute_s_per_sequence), (weights read(b) + g x KV/seq) x s/byte)
     + communication(g) (all-reduces, expert all-to-alls, pp sends: parallel.comm_s) + fixed costs, where
     g = b / dp_attention is the share of an attention group (= b without attention data parallelism).
     With speculative decoding the FLOPs and communication count q + k f token passes per sequence,
     the KV 1 + k f reads, the weights W(q b) + k f W(b), and the draft passes their fixed costs
     (estimate/speculative.py; every factor is 1 without it)."""
     g = b / c.dp_attention
-    compute_s = g * c.spec_token_factor * c.decode_flops_per_sequence * c.seconds_per_flop
+    compute_s = g * c.spec_token_factor * c.decode_compute_s_per_sequence
     memory_s = (
         speculative.weights_read(b) + g * c.spec_kv_factor * c.decode_kv_bytes_per_sequence
     ) * c.seconds_per_byte
-    return pl.max_horizontal(compute_s, memory_s) + comm_s(g * c.spec_token_factor) + c.fixed_step_s + c.spec_fixed_s
+    tokens = g * c.spec_token_factor
+    additive = comm_s(tokens) + tokens * c.routing_s_per_token + c.fixed_step_s + c.spec_fixed_s
+    return pl.max_horizontal(compute_s, memory_s) + additive
 
 
 def first_token_s() -> pl.Expr:
@@ -112,11 +114,11 @@ def step_coefficients() -> dict[str, pl.Expr]:
     dp = dp_attention (each attention group carries its share of the sequences), q' and kv' the
     speculative factors (1 without it); M0 adds the weights read, per row: see closed_loop. k, the
     decode steps after the first token, is (S_out - 1) / E with E tokens per step."""
-    comm = c.comm_s_per_token * c.spec_token_factor
+    comm = (c.comm_s_per_token + c.routing_s_per_token) * c.spec_token_factor
     k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64) / c.tokens_per_step
     return {
         "step_fixed_s": c.comm_fixed_s + c.fixed_step_s + c.spec_fixed_s,
-        "step_compute_s_per_seq": (c.decode_flops_per_sequence * c.seconds_per_flop * c.spec_token_factor + comm)
+        "step_compute_s_per_seq": (c.decode_compute_s_per_sequence * c.spec_token_factor + comm)
         / c.dp_attention,
         "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte * c.spec_kv_factor + comm)
         / c.dp_attention,
@@ -303,6 +305,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         lf.with_columns(
             decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
             + c.decode_comm_s
+            + c.decode_routing_s
             + c.decode_overhead_s,
             tpot_s=itl / c.tokens_per_step,
             # the decode batch the solution implies: 1 + (n - 1) D / R spread, n in a wave
