@@ -11,7 +11,7 @@ from llmsweep import pipeline
 from llmsweep.estimate import load
 from llmsweep.spec import load as load_sweep
 
-from .conftest import ROOT, estimate_rows
+from .conftest import ROOT, estimate_row, estimate_rows
 
 EXAMPLES = sorted((ROOT / "sweeps").glob("*.yaml"))
 L31_8B, L31_70B = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
@@ -30,6 +30,12 @@ def toy(**over) -> pl.DataFrame:
         "batch": 8,
         "max_batch": 1000,
         "prefill_s": 0.1,
+        # compute-bound, no fixed cost, no KV or expert traffic: the same alone or sharing an iteration
+        "prefill_compute_s": 0.1,
+        "kv_full_bytes_per_token": 0.0,
+        "kv_window_bytes_per_token": 0.0,
+        "sliding_window_tokens": None,
+        "state_bytes_per_sequence": 0.0,
         "prefill_chunk_tokens": 1000,
         "decode_compute_s_per_sequence": 0.0,
         "decode_kv_bytes_per_sequence": 5e8,
@@ -123,14 +129,15 @@ def test_toy_closed_loop_at_concurrency_8_by_hand():
     assert D + r["ttft_s"] == pytest.approx(R)
 
 
-def open_by_hand(lam: float) -> dict:
-    """open_loop's formulas written out for the toy replica (t(b) = A + B b, A = 10 ms, B = 0.5 ms)."""
+def open_by_hand(lam: float, p_mix: float = 0.1) -> dict:
+    """open_loop's formulas written out for the toy replica (t(b) = A + B b, A = 10 ms, B = 0.5 ms);
+    p_mix is what a prompt adds to an iteration others decode in (p = 0.1 s alone)."""
     A, B, k, p = 0.010, 0.0005, 100, 0.1
-    u = lam * p
+    u = lam * p_mix
     D = k * (A + B) / (1 - u - k * lam * B)  # decode fixed point, memory roof
     others = lam * D
     itl = t(1 + others) / (1 - u)
-    p_eff = p + 1 * min(others, 1) * t(max(others, 1))
+    p_eff = p + min(others, 1) * (p_mix - p) + 1 * min(others, 1) * t(max(others, 1))
     s = min(others, 1) * itl / 2
     rho = lam * p_eff
     wait = rho * p_eff / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
@@ -164,6 +171,26 @@ def test_toy_open_loop_capacity_and_points_at_50_and_90_percent():
     # at 90 %: lambda = 5.610, D = 6.62 s, lambda D = 37.2 decoding, rho = 0.721: TTFT = 0.328 s, twice that at 50 %
     near = open_by_hand(0.9 * cap)
     assert near["rho"] == pytest.approx(0.721, rel=2e-3) and near["ttft"] == pytest.approx(0.328, rel=2e-3)
+
+
+def test_a_prompt_sharing_an_iteration_adds_its_compute_not_the_weight_read():
+    # The toy's prompt alone takes p = 0.1 s; say half of it is reading the weights, so its FLOPs take
+    # 0.05 s (no KV, expert, communication or fixed cost): riding in an iteration others decode in,
+    # whose step reads the weights anyway, it adds p_mix = 0.05 s. At lambda = 2: u = 2 x 0.05 = 0.1,
+    # D = 100 x 0.0105 / (1 - 0.1 - 100 x 2 x 0.0005) = 1.05 / 0.8 = 1.3125 s, lambda D = 2.625 decoding,
+    # p_eff = 0.05 + t(2.625) = 0.05 + 0.011313 = 0.061313 s, rho = 0.122625,
+    # W = 0.122625 x 0.061313 / (2 x 0.877375) = 0.004285 s, s = ITL / 2 = 0.0065625 s,
+    # TTFT = 0.061313 + 0.0065625 + 0.004285 = 0.072160 s. Charged p = 0.1 s instead: u = 0.2,
+    # D = 1.05 / 0.7 = 1.5 s, p_eff = 0.1 + t(3) = 0.1115, rho = 0.223, W = 0.0160, s = t(4) / 0.8 / 2
+    # = 0.0075: TTFT = 0.1350 s
+    r, h = opened(toy(prefill_compute_s=0.05), 2.0), open_by_hand(2.0, p_mix=0.05)
+    assert h["D"] == pytest.approx(1.3125) and h["rho"] == pytest.approx(0.122625, rel=1e-4)
+    assert h["ttft"] == pytest.approx(0.072160, rel=1e-4)
+    assert r["ttft_s"] == pytest.approx(h["ttft"], rel=1e-9)
+    assert r["tpot_s"] == pytest.approx(h["itl"], rel=1e-9)
+    assert open_by_hand(2.0)["ttft"] == pytest.approx(0.1350, rel=1e-3)
+    # alone (C = 1) it still takes p: no step to share
+    assert closed(toy(prefill_compute_s=0.05, batch=1))["ttft_s"] == pytest.approx(0.1)
 
 
 def test_toy_open_loop_saturates_above_capacity():
@@ -378,3 +405,16 @@ def test_attention_groups_prefill_side_by_side():
     alone = closed(toy(dp_attention=2, batch=2))
     shared = closed(toy(batch=2))
     assert alone["ttft_s"] < shared["ttft_s"]
+
+
+def test_a_short_prompt_mixed_into_decoding_costs_its_flops():
+    # Llama-3.1-8B bf16 on one H100, ideal, a 128-token prompt: alone it reads all 16.06 GB of
+    # weights, 4.8 ms at 3.35 TB/s; in an iteration others decode in it adds its FLOPs only:
+    # 2 x 8,030,261,248 x 128 + 524,288 x 128^2 / 2 = 2,055,746,879,488 + 4,294,967,296
+    # = 2,060,041,846,784 FLOPs / 989e12 = 2.083 ms (its 16.8 MB of KV take 5 us).
+    row = estimate_row(gpu="h100-sxm", model="meta-llama/Llama-3.1-8B", input_tokens=128, output_tokens=64, batch=1)
+    assert row["flops_per_token"] == 2 * 8_030_261_248
+    assert row["prefill_flops"] == 2_060_041_846_784
+    assert row["mixed_first_token_s"] == pytest.approx(2_060_041_846_784 / 989e12, rel=1e-9)
+    assert row["prefill_s"] == pytest.approx(row["model_weight_bytes"] / 3.35e12, rel=1e-2)
+    assert row["mixed_first_token_s"] < row["prefill_s"] / 2

@@ -299,7 +299,13 @@ def _clip(name: str, v: float) -> float:
 # twice the FP32-accumulate peak the catalog uses; TensorRT-LLM and vLLM do not), so a value fitted on
 # one engine's prefill mispredicts the others'. Cross-validation showed it: fitting it made the
 # out-of-sample prefill error worse (38 %) than leaving it (26 %).
-SHARED_PARAMS = ("bandwidth_efficiency", "step_overhead_s", "layer_overhead_s", "moe_layer_overhead_s", "routed_activation_passes")
+SHARED_PARAMS = (
+    "bandwidth_efficiency",
+    "step_overhead_s",
+    "layer_overhead_s",
+    "moe_layer_overhead_s",
+    "routed_activation_passes",
+)
 FAMILY_PARAMS = ("bandwidth_efficiency",)
 # Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
 # enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the

@@ -99,7 +99,10 @@ def add_length_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             decode_flops_per_sequence=compute.decode_flops_per_sequence(),
             decode_kv_bytes_per_sequence=compute.decode_kv_bytes_per_sequence(),
         )
-        .with_columns(decode_compute_s_per_sequence=compute.decode_compute_s_per_sequence())
+        .with_columns(
+            decode_compute_s_per_sequence=compute.decode_compute_s_per_sequence(),
+            prefill_compute_s=compute.prefill_compute_s(),
+        )
         .with_columns(
             max_batch=memory.max_batch(),
             prefill_s=compute.prefill_s(),

@@ -152,11 +152,29 @@ def prefill_s() -> pl.Expr:
     sends: estimate/parallel.py) + fixed costs; 0 without a prompt.
     Example (ideal): 3.40e13 FLOPs / 989e12 FLOP/s = 34.4 ms (Llama-3.1-8B bf16, H100 SXM, 2,048 tokens)."""
     t = (
-        pl.max_horizontal(prefill_compute_s(), prefill_bytes() * c.seconds_per_byte)
+        pl.max_horizontal(c.prefill_compute_s, prefill_bytes() * c.seconds_per_byte)
         + comm_s(c.prefill_new_tokens)
         + c.prefill_new_tokens * c.routing_s_per_token
         + c.fixed_step_s
     )
+    return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
+
+
+def mixed_prefill_s(decode_tokens: pl.Expr) -> pl.Expr:
+    """p_mix: what a prompt adds to an engine iteration it shares with `decode_tokens` decoding
+    tokens (chunked prefill with decodes riding along; prompts packed up to the token budget
+    likewise): its FLOPs at their rates (prefill_compute_s) or, if longer, its memory traffic, and its
+    tokens' share of communication and routing. The memory traffic is its KV (written, and a cached
+    prefix read) and the routed experts its tokens touch that the decoding tokens do not (MoE); the
+    rest of the weights, the per-pass fixed costs and the collectives' latencies are the iteration's,
+    paid once however many prompts and decodes share it (Sarathi-Serve, Agrawal et al., OSDI 2024).
+    p_mix <= p = prefill_s, the prompt alone. Example (ideal): a 128-token Llama-3.1-8B prompt on an
+    H100 alone reads its 16.06 GB of weights, 4.8 ms at 3.35 TB/s; in an iteration others decode in
+    it adds its 2 x 8.03e9 x 128 = 2.06e12 FLOPs (+ attention), 2.1 ms at 989 TFLOP/s."""
+    n = c.prefill_new_tokens
+    experts = weight_bytes_read(decode_tokens + n) - weight_bytes_read(decode_tokens)
+    memory = (kv_sequence_bytes(c.input_tokens) + experts) * c.seconds_per_byte
+    t = pl.max_horizontal(c.prefill_compute_s, memory) + n * (c.comm_s_per_token + c.routing_s_per_token)
     return pl.when(c.input_tokens > 0).then(t).otherwise(0.0)
 
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 import polars as pl
 
 from llmsweep.columns import c, text
-from llmsweep.estimate import speculative
+from llmsweep.estimate import compute, speculative
 from llmsweep.estimate.parallel import comm_s
 
 PERCENTILES = {"p90": 0.9, "p99": 0.99}
@@ -61,8 +61,9 @@ def admission_slots() -> pl.Expr:
 
 def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
-    compute.decode_terms at batch b: max(g x compute s/seq (compute.decode_compute_s_per_sequence), (weights read(b) + g x KV/seq) x s/byte)
-    + communication(g) (all-reduces, expert all-to-alls, pp sends: parallel.comm_s) + fixed costs, where
+    compute.decode_terms at batch b: max(g x compute s/seq (compute.decode_compute_s_per_sequence),
+    (weights read(b) + g x KV/seq) x s/byte) + communication(g) (all-reduces, expert all-to-alls, pp
+    sends: parallel.comm_s) + g x MoE routing traffic (compute.routing_s_per_token) + fixed costs, where
     g = b / dp_attention is the share of an attention group (= b without attention data parallelism).
     With speculative decoding the FLOPs and communication count q + k f token passes per sequence,
     the KV 1 + k f reads, the weights W(q b) + k f W(b), and the draft passes their fixed costs
@@ -81,6 +82,16 @@ def first_token_s() -> pl.Expr:
     """p: GPU time to a request's first token when it runs alone: its prefill, or for an empty prompt
     the one forward pass (a decode step at batch 1) that produces the first token."""
     return pl.when(c.input_tokens > 0).then(c.prefill_s).otherwise(step_s(pl.lit(1.0)))
+
+
+def mixed_first_token_s(decoding: pl.Expr) -> pl.Expr:
+    """p_mix + fixed costs: what a prompt adds to an iteration `decoding` sequences decode in
+    (compute.mixed_prefill_s), plus the pass's fixed costs once more: an iteration that carries a
+    prompt runs eagerly, where decode-only steps replay CUDA graphs (TensorRT-LLM and SGLang capture
+    decode batches only; vLLM's piecewise graphs leave attention out), so it pays its kernel
+    launches again. An empty prompt's first token costs its step, as p."""
+    mixed = compute.mixed_prefill_s(decoding * c.spec_token_factor) + c.fixed_step_s
+    return pl.when(c.input_tokens > 0).then(mixed).otherwise(first_token_s())
 
 
 def prefill_chunks() -> pl.Expr:
@@ -118,11 +129,11 @@ def step_coefficients() -> dict[str, pl.Expr]:
     k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64) / c.tokens_per_step
     return {
         "step_fixed_s": c.comm_fixed_s + c.fixed_step_s + c.spec_fixed_s,
-        "step_compute_s_per_seq": (c.decode_compute_s_per_sequence * c.spec_token_factor + comm)
-        / c.dp_attention,
+        "step_compute_s_per_seq": (c.decode_compute_s_per_sequence * c.spec_token_factor + comm) / c.dp_attention,
         "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte * c.spec_kv_factor + comm)
         / c.dp_attention,
         "first_token_s": first_token_s(),
+        "mixed_first_token_s": mixed_first_token_s(pl.lit(1.0)),
         "prefill_chunks": prefill_chunks(),
         "decode_steps": k,
         "half_inv_decode_steps": pl.when(k > 0).then(0.5 / k).otherwise(0.0),
@@ -142,11 +153,13 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     on_memory = (pl.col("_mr") >= pl.col("_cr")).cast(pl.Float64)
     lf = lf.with_columns(_slope=f1 + (m1 - f1) * on_memory, _step=pl.max_horizontal("_cr", "_mr"))  # t(1 + b)
     slope, step, share = pl.col("_slope"), pl.col("_step"), pl.col("_share")
+    # a prompt in an iteration others decode in adds p_mix, the weight read being the step's; alone, p
+    lf = lf.with_columns(_pl=c.first_token_s + share * (mixed_first_token_s(x) - c.first_token_s))
     lf = lf.with_columns(
-        _peff=c.first_token_s + c.prefill_chunks * share * (step - slope),  # + t(b) riding in its chunks
+        _peff=pl.col("_pl") + c.prefill_chunks * share * (step - slope),  # + t(b) riding in its chunks
         _c1=k * (step - slope * bb),  # k (A + B): the decode phase at zero load
         # others' prefill stalls the step; the attention groups prefill side by side: / dp_attention
-        _cc=m * (c.first_token_s / c.dp_attention + k * slope),
+        _cc=m * (pl.col("_pl") / c.dp_attention + k * slope),
     )
     peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
     lf = lf.with_columns(_a=pl.col("_mg") * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
@@ -156,7 +169,7 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     lf = lf.with_columns(_D=c1 * pl.col("_R") / pl.max_horizontal(pl.col("_R") - cc, 1e-300))
     lf = lf.with_columns(**{out: m * pl.col("_D") / pl.col("_R")})
     scratch = ["_cr", "_mr", "_slope", "_c1", "_cc", "_a", "_q"]
-    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share"])
+    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share", "_pl"])
 
 
 def _wave_prompts() -> pl.Expr:
@@ -196,12 +209,15 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
 
     1. Others decoding while a request decodes: b = (n - 1) D / R (each other request decodes a
        share D / R of its time); the decode batch is 1 + b.
-    2. Others' prefill takes a share u = (n - 1) p / (R dp_attention) of the replica's time (X (n-1)/n
-       prompts per second, p each, the attention groups prefilling theirs in the same iterations)
-       and the iterations carry it on top of the decode step:
+    2. Others' prefill takes a share u = (n - 1) p_mix / (R dp_attention) of the replica's time (X (n-1)/n
+       prompts per second, the attention groups prefilling theirs in the same iterations; each adds
+       p_mix = mixed_first_token_s, not p: the step it rides in reads the weights anyway, and
+       prompts packed into one token budget share that read) and the iterations carry it on top of
+       the decode step:
        ITL = t(1 + b) / (1 - u). With t(1 + b) = A + B (1 + b) on the roof in force and b = (n-1) D/R
-       this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p / dp_attention + k B).
-    3. A prompt's own service: p_eff = p + n_c t(b) (the others' decode steps ride in its chunk
+       this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p_mix / dp_attention + k B).
+       (p_mix is blended with p by min(b, 1): alone, a prompt has no step to share.)
+    3. A prompt's own service: p_eff = p_mix + n_c t(b) (the others' decode steps ride in its chunk
        iterations), and it first waits half an iteration, s = ITL / 2, for the running one (0 alone).
     4. Waiting behind other prompts: the prefill queue is first-come first-served with n customers
        in a closed loop. Mean-value analysis with Schweitzer's approximation (an arriving request
@@ -263,7 +279,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     lf = _solve_at(lf, "_b", "_b2", final=True)
     m, k, p, peff = pl.col("_m"), c.decode_steps, c.first_token_s, pl.col("_peff")
     d = pl.col("_D")
-    itl = pl.when(k > 0).then(d / k).otherwise(pl.col("_step") / (1 - m * p / (c.dp_attention * pl.col("_R"))))
+    itl = (
+        pl.when(k > 0)
+        .then(d / k)
+        .otherwise(pl.col("_step") / (1 - m * pl.col("_pl") / (c.dp_attention * pl.col("_R"))))
+    )
     lf = lf.with_columns(_itl=itl)
     itl = pl.col("_itl")
     s = pl.col("_share") * itl / 2
@@ -323,7 +343,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
             ttft_wait_s=c.ttft_s - p,
             requests_per_s_per_replica=conc / c.request_latency_s,
             decode_tokens_per_s_per_seq=c.output_tokens / c.request_latency_s,
-            prefill_fraction=n * p / c.request_latency_s,
+            prefill_fraction=n * pl.col("_pl") / c.request_latency_s,
         )
         .with_columns(output_tokens_per_s=c.decode_tokens_per_s_per_seq * conc)
     )
@@ -339,6 +359,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_R",
         "_D",
         "_peff",
+        "_pl",
         "_step",
         "_share",
         "_itl",
@@ -364,12 +385,14 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
 
     Derivation. By PASTA an arriving or decoding request sees the time averages:
     1. Others decoding: lambda D (Little on the decode phase); decode batch b = 1 + lambda D.
-    2. Others' prefill share: u = lambda p / dp_attention; ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
+    2. Others' prefill share: u = lambda p_mix / dp_attention (what each adds to an iteration others
+       decode in, at the last refinement's batch); ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
        With t(b) = A + B b on each roofline piece (compute, memory) the fixed point is explicit:
        D = k (A + B) / (1 - lambda p - k lambda B), k = S_out - 1, valid while the denominator is
        positive (the replica's decode capacity); the max over the two pieces is the fixed point of
        the max. MoE weight reads depend on b: `refinements` passes re-read them at the last b.
-    3. Prompt service p_eff = p + n_c t(lambda D) (decode steps riding in its chunks) and
+    3. Prompt service p_eff = p_mix + n_c t(lambda D) (decode steps riding in its chunks; p blended in
+       by min(lambda D, 1)) and
        s = ITL / 2 for the iteration running on arrival.
     4. The prefill queue is M/D/1 per attention group (each of the dp_attention groups prefills its
        own share lambda / dp_attention of the prompts): rho = lambda p_eff / dp_attention and
@@ -383,12 +406,10 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     """
     lam = rate.cast(pl.Float64)
     k = c.decode_steps
-    u = lam * pl.col("_p") / c.dp_attention  # the groups' prompts stall the steps side by side
-    lf = frame.with_columns(_p=first_token_s()).with_columns(
-        _lam=lam, _k=k, _u=u, _nc=prefill_chunks(), _bw=pl.lit(1.0)
-    )
+    # the groups' prompts stall the steps side by side, each adding p_mix to an iteration others decode in
+    lf = frame.with_columns(_p=first_token_s()).with_columns(_lam=lam, _k=k, _nc=prefill_chunks(), _bw=pl.lit(1.0))
     for _ in range(refinements):
-        lf = _open_decode(lf)
+        lf = _open_decode(lf.with_columns(_u=lam * mixed_first_token_s(pl.col("_bw")) / c.dp_attention))
     lam, k, d = pl.col("_lam"), pl.col("_k"), pl.col("_D")
     others = lam * d
     lf = lf.with_columns(
@@ -396,7 +417,9 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
         # the decode phase's own interval, D / k, so that R = TTFT + (S_out - 1) TPOT holds exactly
         # (step_s at the final batch differs from it by the last refinement's change in weight reads)
         _itl=pl.when(k > 0).then(d / k).otherwise(step_s(1 + others) / (1 - pl.col("_u"))),
-        _peff=pl.col("_p") + pl.col("_nc") * _riders(others),
+        _peff=pl.col("_p")
+        + pl.min_horizontal(others, 1.0) * (mixed_first_token_s(1 + others) - pl.col("_p"))
+        + pl.col("_nc") * _riders(others),
     ).with_columns(
         _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2,
         _rho=lam * pl.col("_peff") / c.dp_attention,  # each attention group's own M/D/1 queue
@@ -462,7 +485,9 @@ def max_rate(
     1 here, a disaggregated replica's prefill workers with `loop` = disaggregated.open_loop); TTFT,
     TPOT and saturation rise with lambda, so the accepted rates form an interval from 0."""
     loop = open_loop if loop is None else loop
-    p, groups = frame.lazy().select(first_token_s(), c.dp_attention.cast(pl.Float64)).collect().get_columns()
+    # a prompt adds at least p_mix with every expert already read (many decoding): rho >= lambda p_mix / groups
+    p_min = mixed_first_token_s(pl.lit(1e9))
+    p, groups = frame.lazy().select(p_min, c.dp_attention.cast(pl.Float64)).collect().get_columns()
     lo = pl.Series("lo", [0.0] * frame.height)
     hi = ((groups if servers is None else servers) / p).fill_nan(None).fill_null(0.0).alias("hi")
     for _ in range(iterations):
