@@ -367,7 +367,10 @@ times ÷ factor):
   Qwen3.5 prefill there 3-10 times slower than the same engine's H100 rows imply (8k-token
   DeepSeek prompts take 0.5-1.3 s on four GPUs, a few per cent of the FP8/FP4 peak): the fit gives
   SGLang x Blackwell its own compute efficiency, but a GPU left out cannot learn it, which is most
-  of the leave-one-GPU-out TTFT error. Calibrate on your engine's own results on your GPU.
+  of the leave-one-GPU-out TTFT error. Their decode is slow too: DeepSeek-V3 fp8 on four B300s
+  decodes at 2-4 times, GLM-5 fp8 on eight at about twice, the time the bandwidth and the
+  overheads fitted on every other row imply (in sample too). Calibrate on your engine's own
+  results on your GPU.
 - **KV-cache precision is an engine default, not a measured fact.** TensorRT-LLM caches FP8 for
   NVFP4 and ModelOpt FP8 checkpoints, SGLang for FP8/FP4 MLA models; the loaded files do not state
   it, and TensorRT-LLM's block-FP8 Qwen3 rows fit a 16-bit cache better, as the rule says.
@@ -380,9 +383,15 @@ times ÷ factor):
   requests as fit" (vLLM's max-throughput benchmarks) are estimated at the memory limit, far above
   the concurrency those runs reached: they over-predict by 3-7×.
 - **Layouts across servers** (MiniMax-M2.5 on 16 H100s, two servers, ep 16) pay the expert
-  all-to-all over the NICs, but their TPOT is still 0.5-0.95 times the measured one (median 0.7),
-  falling with concurrency: the per-token cost of an expert layer spread thin over 16 GPUs (few
-  tokens per expert) is not modelled yet.
+  all-to-all over the NICs and the MoE routing traffic, but their TPOT is still 0.45-1.07 times the
+  measured one (median 0.83), falling with concurrency. A grouped-GEMM tile-fill term (each expert
+  a pass touches costing as if it had a further 128 tokens, Hockney's half-performance length) was
+  tried and left out: it made the 1k-token MoE prompts too slow (in-sample MoE TTFT 26 % -> 30 %),
+  and a free fit of it worsened the medians; so did a separate efficiency for the experts' grouped
+  GEMMs and one for FP4 GEMMs, which the data moved only a few per cent from where they started.
+- **Attention dtype.** Attention runs at the 16-bit rate, or at the fp8 rate over an 8-bit cache
+  (FlashMLA, TensorRT-LLM's and FlashAttention-3's fp8 kernels). Which kernel an engine picks for a
+  given cache is a default that the measured files do not state.
 - **Lengths not stated** by a source are assumed (256 tokens) and noted per row.
 - **Disaggregated TTFT.** The disaggregated deployments measured (Dynamo with TensorRT-LLM 0.8 and
   SGLang 0.5.8, InferenceX and aiconfigurator) report 0.3-14 s TTFT where prefill, KV transfer and
