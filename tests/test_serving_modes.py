@@ -350,3 +350,37 @@ def estimate_frame_at_batch(cat) -> pl.DataFrame:
         speculative=[speculation(), speculation(**MTP)],
     )
     return grid_parts(cat, axes, cat.profile("default")).estimate().collect()
+
+
+def test_a_disaggregated_replicas_capacity_is_the_edge_of_saturation():
+    # The bisection runs between 0 and x / p, p the prefill worker's (tp 8): the capacity it finds is
+    # served and 2 % more is not. The decode worker (tp 1 with 8 attention groups) would prefill a
+    # prompt far slower than the prefill pool does, so a bound taken from its layout would cap the
+    # capacity below the truth.
+    from llmsweep.catalog import load_catalog
+    from llmsweep.estimate import modes
+    from llmsweep.grid import Axes, grid_parts
+
+    cat = load_catalog()
+    axes = Axes(
+        gpu=["b200"],
+        model=[R1],
+        precision=["fp8"],
+        tp=[1],
+        dp_attention=[8],
+        ep=[8],
+        input_tokens=[8192],
+        output_tokens=[1024],
+        mode=["disaggregated"],
+        prefill_workers=[3],
+        decode_workers=[1],
+        prefill_tp=[8],
+        prefill_dp_attention=[1],
+    )
+    frame = grid_parts(cat, axes, cat.profile("default")).estimate().collect()
+    cap = modes.max_rate(frame)
+    assert frame.height == 1 and cap[0] > 0
+    assert cap[0] <= frame.select(disaggregated.prefill_servers() / pl.col("first_token_s")).item()
+    for share, saturated in ((0.99, False), (1.02, True)):
+        out = disaggregated.open_loop(frame.lazy(), pl.lit(cap[0] * share)).collect()
+        assert out["saturated"][0] == saturated

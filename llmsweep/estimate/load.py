@@ -485,8 +485,9 @@ def max_rate(
     1 here, a disaggregated replica's prefill workers with `loop` = disaggregated.open_loop); TTFT,
     TPOT and saturation rise with lambda, so the accepted rates form an interval from 0."""
     loop = open_loop if loop is None else loop
-    # a prompt adds at least p_mix with every expert already read (many decoding): rho >= lambda p_mix / groups
-    p_min = mixed_first_token_s(pl.lit(1e9))
+    # aggregated, a prompt adds at least p_mix with every expert already read (many decoding): rho >=
+    # lambda p_mix / groups; a disaggregated prefill pool prefills each prompt alone, in p
+    p_min = mixed_first_token_s(pl.lit(1e9)) if servers is None else first_token_s()
     p, groups = frame.lazy().select(p_min, c.dp_attention.cast(pl.Float64)).collect().get_columns()
     lo = pl.Series("lo", [0.0] * frame.height)
     hi = ((groups if servers is None else servers) / p).fill_nan(None).fill_null(0.0).alias("hi")
