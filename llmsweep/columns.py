@@ -327,6 +327,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "NVFP4 and ModelOpt FP8 checkpoints; SGLang: fp8 for fp8/fp4 MLA models) else the 16-bit activation dtype.",
         ),
         ("kv_bytes_per_element", F, "bytes", "Bytes per KV element", "b_kv."),
+        (
+            "fp8_attention",
+            B,
+            "",
+            "FP8 attention",
+            "Attention runs at the fp8 rate: the KV cache is fp8 or fp4 (else the 16-bit rate).",
+            False,
+        ),
         ("activation_bytes_per_element", F, "bytes", "Bytes per activation", "16-bit (fp32: 4).", False),
         ("bandwidth_efficiency", F, "fraction", "eta_bw", "Share of peak bandwidth reached (profile)."),
         ("compute_efficiency", F, "fraction", "eta_c", "Share of peak FLOP/s reached (profile)."),
@@ -826,7 +834,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             "s",
             "Decode step",
             "One decode step of `batch` sequences alone (no prefill interleaved): max(compute, memory) + "
-            "communication + overhead. At batch 1 it is the single-stream time per token.",
+            "communication + MoE routing traffic + overhead. At batch 1 it is the single-stream time per token.",
         ),
         (
             "decode_tokens_per_s",

@@ -290,6 +290,9 @@ def kv_table(
         engine_choice = auto_kv_precision(eid, p.compute_dtype, model.architecture.is_mla, modelopt)
         fmt = (engine_choice or p.activation_dtype) if kid == "auto" else kid
         kv_bytes = p.activation_bytes if fmt == p.activation_dtype else catalog.precision(fmt).bytes_per_weight
+        # attention kernels over an fp8 (or fp4) cache run at the fp8 rate; integer and GGUF caches
+        # are dequantised to the 16-bit activation dtype first
+        fp8_attention = fmt != p.activation_dtype and catalog.precision(fmt).compute_dtype in ("fp8", "fp4")
         rows.append(
             {
                 "engine": eid,
@@ -298,6 +301,7 @@ def kv_table(
                 "kv_precision": kid,
                 "kv_cache_format": fmt,
                 "kv_bytes_per_element": kv_bytes,
+                "fp8_attention": fp8_attention,
             }
         )
     return _frame(rows)

@@ -63,6 +63,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "decode_compute_s",
         "decode_memory_s",
         "decode_comm_s",
+        "decode_routing_s",
         "decode_overhead_s",
         "decode_step_s",
         "decode_tokens_per_s",

@@ -45,6 +45,8 @@ def test_mla_decode_attention_is_absorbed_in_the_latent():
         # 16-bit weights over an fp8 cache: attention at twice the matmuls' rate (989 -> 1,979 on H100)
         ("h100-sxm", "bf16", "fp8", 989.4 / 1978.9),
         ("h100-sxm", "bf16", "bf16", 1.0),
+        # an int8 cache is dequantised to 16 bits first: no fp8 rate
+        ("h100-sxm", "bf16", "int8", 1.0),
         # no fp4 on Hopper: the matmuls fall back to fp8 (1,979), attention at bf16 (989)
         ("h100-sxm", "nvfp4", "bf16", 1978.9 / 989.4),
     ],

@@ -418,3 +418,17 @@ def test_a_short_prompt_mixed_into_decoding_costs_its_flops():
     assert row["mixed_first_token_s"] == pytest.approx(2_060_041_846_784 / 989e12, rel=1e-9)
     assert row["prefill_s"] == pytest.approx(row["model_weight_bytes"] / 3.35e12, rel=1e-2)
     assert row["mixed_first_token_s"] < row["prefill_s"] / 2
+
+
+def test_a_prompt_under_load_never_gets_its_first_token_sooner_than_alone():
+    # ideal, Llama-3.1-8B on an H100, 128 tokens in: alone the prompt takes p = 4.8 ms (its weight
+    # read); mixed into decoding it adds only its FLOPs, but its first token comes when the whole
+    # iteration ends, decode step and all
+    rows = estimate_rows(
+        gpu="h100-sxm", model="meta-llama/Llama-3.1-8B", input_tokens=128, output_tokens=64, batch=[1, 2, 3, 4, 8, 64]
+    )
+    ttft = [r["ttft_s"] for r in sorted(rows, key=lambda r: r["batch"])]
+    assert ttft == sorted(ttft) and all(r["ttft_wait_s"] >= 0 for r in rows)
+    frame = pl.DataFrame([r for r in rows if r["batch"] == 1])
+    opened_ttft = [opened(frame, lam)["ttft_s"] for lam in (0.001, 5.0, 20.0, 60.0)]
+    assert opened_ttft == sorted(opened_ttft) and opened_ttft[0] >= rows[0]["prefill_s"] * (1 - 1e-9)

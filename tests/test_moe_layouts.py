@@ -138,13 +138,12 @@ def test_sweep_axes_and_gpu_count(tmp_path):
 
 
 def test_routing_traffic_of_the_moe_layers():
-    # Per token: n_r passes x 2 bytes x d 7,168 x 58 MoE layers x k 8 copies, over tp 8 x B200's
-    # 8 TB/s x eta_bw. At n_r = 6: 6 x 2 x 7,168 x 58 x 8 = 39,911,424 bytes per token.
+    # Per token and GPU: n_r passes x 2 bytes x d 7,168 x 58 MoE layers x k 8 copies, spread over
+    # ep 8 ranks, at B200's 8 TB/s x eta_bw. At n_r = 7: 7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes.
     row = r1(tp=8, ep=8, batch=32, profile="default")
     n_r = row["routed_activation_passes"]
     assert n_r > 0
-    assert 6 * 2 * 7_168 * 58 * 8 == 39_911_424
-    per_token = n_r / 6 * 39_911_424 / (8 * 8e12 * row["bandwidth_efficiency"])
+    per_token = n_r / 7 * 5_820_416 / (8e12 * row["bandwidth_efficiency"])
     assert row["routing_s_per_token"] == pytest.approx(per_token, rel=1e-12)
     # a decode step of 32 sequences adds it 32 times, beside the roofline's max, like communication
     assert row["decode_routing_s"] == pytest.approx(32 * per_token, rel=1e-12)
@@ -156,3 +155,16 @@ def test_routing_traffic_is_none_for_dense_models_and_in_ideal():
     assert r1(tp=8, ep=8)["routing_s_per_token"] == 0  # ideal: n_r = 0, the plain roofline
     dense = estimate_row(gpu="h100-sxm", model="meta-llama/Llama-3.1-8B", batch=8, profile="default")
     assert dense["routing_s_per_token"] == 0 and dense["decode_routing_s"] == 0
+
+
+def test_routing_traffic_with_tensor_split_experts_runs_on_every_rank():
+    # ep 8: a token's 8 copies spread over the 8 ranks, one each; ep 1 (experts split by tp): every
+    # rank permutes and combines all 8 copies at full width, 8 times the traffic. With 8 attention
+    # groups of tp 1 and ep 8, each group's tokens still spread over the 8 ranks: the same per GPU
+    # as tp 8 x ep 8 at the same batch.
+    split = r1(tp=8, ep=1, batch=32, profile="default")
+    spread = r1(tp=8, ep=8, batch=32, profile="default")
+    groups = r1(tp=1, dp_attention=8, ep=8, batch=32, profile="default")
+    assert split["routing_s_per_token"] == pytest.approx(8 * spread["routing_s_per_token"], rel=1e-12)
+    assert groups["decode_routing_s"] == pytest.approx(spread["decode_routing_s"], rel=1e-12)
+    assert spread["decode_routing_s"] == pytest.approx(32 * spread["routing_s_per_token"], rel=1e-12)

@@ -53,12 +53,13 @@ def seconds_per_flop() -> pl.Expr:
 def attention_flop_cost() -> pl.Expr:
     """F / F_attn: what one attention FLOP costs in FLOPs at the matmuls' rate. The weight GEMMs
     run at the weights' compute dtype (fp8, fp4); attention multiplies activations by the KV
-    cache, in the 16-bit activation dtype (FlashAttention-2/3, FlashInfer, FlashMLA in bf16) or,
-    over an 8-bit (or narrower) cache, at the fp8 rate (FlashMLA's and TensorRT-LLM's fp8 kernels,
-    FlashAttention-3 fp8 quantise the queries). On a B300 an nvfp4 model with a 16-bit cache attends
-    at 2,250 not 14,000 TFLOP/s: 14,000 / 2,250 = 6.2; with an fp8 cache 14,000 / 4,500 = 3.1; fp8
-    weights over an fp8 cache 1; bf16 weights over an fp8 cache 2,250 / 4,500 = 0.5."""
-    rate = pl.when(c.kv_bytes_per_element <= 1).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
+    cache, in the 16-bit activation dtype (FlashAttention-2/3, FlashInfer, FlashMLA in bf16; an int8
+    or GGUF cache is dequantised to it) or, over an fp8 or fp4 cache (fp8_attention), at the fp8
+    rate (FlashMLA's and TensorRT-LLM's fp8 kernels, FlashAttention-3 fp8 quantise the queries).
+    On a B300 an nvfp4 model with a 16-bit cache attends at 2,250 not 14,000 TFLOP/s: 14,000 /
+    2,250 = 6.2; with an fp8 cache 14,000 / 4,500 = 3.1; fp8 weights over an fp8 cache 1; bf16
+    weights over an fp8 cache 2,250 / 4,500 = 0.5."""
+    rate = pl.when(c.fp8_attention).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
     return c.peak_flops_per_s / rate
 
 
@@ -74,20 +75,24 @@ def fixed_step_s() -> pl.Expr:
 
 
 def routing_s_per_token() -> pl.Expr:
-    """n_r x a x d x L_moe x k / (tp BW eta_bw): memory time one token adds to a forward pass in the
-    MoE layers' kernels around the expert GEMMs. Each of its k routed copies is written to the
-    experts' order (permutation, with the activation quantised for fp8/fp4 GEMMs), gated (SiLU x up
-    over the expert's width) and read back into a weighted sum (combine): about n_r = 6 passes over a
-    d-wide 16-bit vector per copy by the count below, fitted (routed_activation_passes, profile; 0 in
-    `ideal` and for dense models). They run between the GEMMs, so their time adds to the roofline's
-    max(compute, memory), like communication, and it scales with bandwidth, not the FLOP peak: it
-    is a larger share of a prefill on a GPU with a fast fp8/fp4 peak. Count per copy: permute read
-    + write (2), quantise (1), the up/gate GEMM's output 2 I_e and SiLU x up over it (about 1 for
-    DeepSeek's I_e / d = 0.29), the down GEMM's output (1), combine's read (1). DeepSeek-R1 (d 7,168,
-    58 MoE layers, k 8) at n_r = 6: 6 x 2 x 7,168 x 58 x 8 = 39.9 MB per token; over tp 8 GPUs at
-    8 TB/s x 0.7, 0.89 us per token, 7.3 ms for an 8k prompt."""
+    """n_r x a x d x L_moe x k / (ep BW eta_bw) (x the routing skew when ep > 1): memory time one
+    token passing through the MoE layers adds on the busiest GPU, in the kernels around the expert
+    GEMMs. Each of its k routed copies is written in the experts' order (permutation, the activation
+    quantised for fp8/fp4 GEMMs), gated (SiLU x up over the expert's width) and read back into a
+    weighted sum (combine): n_r passes over a d-wide 16-bit vector per copy (routed_activation_passes,
+    profile; 0 in `ideal` and for dense models). The copies spread over the ep ranks; with tensor-split
+    experts (ep 1) every rank runs these passes at full width for every token. Per pass they run
+    between the GEMMs, so their time adds to the roofline's max(compute, memory), like communication,
+    and scales with bandwidth, not the FLOP peak: a larger share of a prefill on a GPU with a fast
+    fp8/fp4 peak. Count per copy: permute read + write (2), quantise (1.5: a 16-bit read, an 8-bit
+    write), the up/gate GEMM's output 2 I_e, SiLU x up reading it and writing I_e (1.4 for DeepSeek's
+    I_e / d = 0.29), the down GEMM's output (1), combine's read (1): about 7, fitted. DeepSeek-R1
+    (d 7,168, 58 MoE layers, k 8) at n_r = 7 on ep 8: 7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes
+    per token and GPU, 1.04 us at 8 TB/s x 0.7, 8.5 ms for an 8k prompt."""
     passes = c.routed_activation_passes * c.moe_layers * c.experts_per_token
-    return passes * c.activation_bytes_per_element * c.hidden_size * c.seconds_per_byte
+    skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
+    per_gpu = passes * c.activation_bytes_per_element * c.hidden_size * skew / c.ep
+    return per_gpu / (c.memory_bandwidth_bytes_per_s * c.bandwidth_efficiency)
 
 
 def ridge_point() -> pl.Expr:
@@ -226,25 +231,28 @@ def decode_bytes_per_step() -> pl.Expr:
 
 
 def decode_terms() -> dict[str, pl.Expr]:
-    """The four decode-step terms [s]; the step = max(compute, memory) + communication + overhead
-    (decode_step_s; under load the step users see is stretched by prefill: estimate/load.py)."""
+    """The five decode-step terms [s]; the step = max(compute, memory) + communication + MoE routing
+    traffic + overhead (decode_step_s; under load the step users see is stretched by prefill:
+    estimate/load.py)."""
     return {
         "decode_compute_s": c.group_batch * c.spec_token_factor * c.decode_compute_s_per_sequence,
         "decode_memory_s": c.decode_bytes_per_step * c.seconds_per_byte,
         "decode_comm_s": comm_s(c.group_batch * c.spec_token_factor),
-        "decode_routing_s": c.group_batch * c.spec_token_factor * c.routing_s_per_token,
+        # every attention group's tokens pass the MoE layers, spread over the ep ranks
+        "decode_routing_s": c.worker_batch * c.spec_token_factor * c.routing_s_per_token,
         "decode_overhead_s": c.fixed_step_s + c.spec_fixed_s,
     }
 
 
 def bound() -> pl.Expr:
     """The largest decode term names what limits the step (ties: memory, compute, communication)."""
-    roof = pl.when(c.decode_memory_s >= c.decode_compute_s).then(text("memory")).otherwise(text("compute"))
+    # the MoE routing traffic is memory traffic too
+    memory = c.decode_memory_s + c.decode_routing_s
+    roof = pl.when(memory >= c.decode_compute_s).then(text("memory")).otherwise(text("compute"))
     rest = pl.when(c.decode_comm_s >= c.decode_overhead_s).then(text("communication")).otherwise(text("overhead"))
     return (
         pl.when(
-            pl.max_horizontal(c.decode_memory_s, c.decode_compute_s)
-            >= pl.max_horizontal(c.decode_comm_s, c.decode_overhead_s)
+            pl.max_horizontal(memory, c.decode_compute_s) >= pl.max_horizontal(c.decode_comm_s, c.decode_overhead_s)
         )
         .then(roof)
         .otherwise(rest)

@@ -74,7 +74,8 @@ def step_s(b: pl.Expr) -> pl.Expr:
         speculative.weights_read(b) + g * c.spec_kv_factor * c.decode_kv_bytes_per_sequence
     ) * c.seconds_per_byte
     tokens = g * c.spec_token_factor
-    additive = comm_s(tokens) + tokens * c.routing_s_per_token + c.fixed_step_s + c.spec_fixed_s
+    # every group's tokens pass the MoE layers (compute.routing_s_per_token): b, not g
+    additive = comm_s(tokens) + b * c.spec_token_factor * c.routing_s_per_token + c.fixed_step_s + c.spec_fixed_s
     return pl.max_horizontal(compute_s, memory_s) + additive
 
 
@@ -85,13 +86,21 @@ def first_token_s() -> pl.Expr:
 
 
 def mixed_first_token_s(decoding: pl.Expr) -> pl.Expr:
-    """p_mix + fixed costs: what a prompt adds to an iteration `decoding` sequences decode in
-    (compute.mixed_prefill_s), plus the pass's fixed costs once more: an iteration that carries a
-    prompt runs eagerly, where decode-only steps replay CUDA graphs (TensorRT-LLM and SGLang capture
-    decode batches only; vLLM's piecewise graphs leave attention out), so it pays its kernel
-    launches again. An empty prompt's first token costs its step, as p."""
-    mixed = compute.mixed_prefill_s(decoding * c.spec_token_factor) + c.fixed_step_s
+    """p_mix + fixed costs: what a prompt adds to an iteration `decoding` sequences decode in (each
+    verifying draft_tokens + 1 tokens whose experts the prompt shares; compute.mixed_prefill_s), plus
+    the pass's fixed costs once more: an iteration that carries a prompt runs eagerly, where
+    decode-only steps replay CUDA graphs (TensorRT-LLM and SGLang capture decode batches only;
+    vLLM's piecewise graphs leave attention out), so it pays its kernel launches again. Charged per
+    prompt: an upper bound when several short prompts share one iteration. An empty prompt's first
+    token costs its step, as p."""
+    mixed = compute.mixed_prefill_s(decoding * (c.draft_tokens + 1)) + c.fixed_step_s
     return pl.when(c.input_tokens > 0).then(mixed).otherwise(first_token_s())
+
+
+def loaded_prompt_s(p: pl.Expr, others: pl.Expr) -> pl.Expr:
+    """What a prompt adds to the iterations it rides in when `others` sequences decode: p_mix when at
+    least one does (mixed_first_token_s), p alone, linearly in between (as the riders of _riders)."""
+    return p + pl.min_horizontal(others, 1.0) * (mixed_first_token_s(1 + others) - p)
 
 
 def prefill_chunks() -> pl.Expr:
@@ -121,17 +130,21 @@ def _quantile_wait(mean_wait: pl.Expr, busy: pl.Expr, q: float) -> pl.Expr:
 def step_coefficients() -> dict[str, pl.Expr]:
     """Per (layout, lengths): t(b) = max(F0 + F1 b, M0 + M1 b) on the compute and the memory roof,
     F0 = collective latencies + fixed costs (the draft passes' too), F1 = (FLOPs/seq x s/FLOP +
-    communication per token) x q' / dp, M1 = (KV/seq x s/byte x kv' + communication per token x q') / dp,
-    dp = dp_attention (each attention group carries its share of the sequences), q' and kv' the
+    communication per token) x q' / dp + routing x q', M1 = (KV/seq x s/byte x kv' + communication
+    per token x q') / dp + routing x q', dp = dp_attention (each attention group carries its share of
+    the sequences; every group's tokens pass the MoE layers, compute.routing_s_per_token), q' and kv' the
     speculative factors (1 without it); M0 adds the weights read, per row: see closed_loop. k, the
     decode steps after the first token, is (S_out - 1) / E with E tokens per step."""
-    comm = (c.comm_s_per_token + c.routing_s_per_token) * c.spec_token_factor
+    comm = c.comm_s_per_token * c.spec_token_factor
+    routing = c.routing_s_per_token * c.spec_token_factor  # per sequence of the whole batch, not of a group
     k = (c.output_tokens - 1).clip(lower_bound=0).cast(pl.Float64) / c.tokens_per_step
     return {
         "step_fixed_s": c.comm_fixed_s + c.fixed_step_s + c.spec_fixed_s,
-        "step_compute_s_per_seq": (c.decode_compute_s_per_sequence * c.spec_token_factor + comm) / c.dp_attention,
+        "step_compute_s_per_seq": (c.decode_compute_s_per_sequence * c.spec_token_factor + comm) / c.dp_attention
+        + routing,
         "step_memory_s_per_seq": (c.decode_kv_bytes_per_sequence * c.seconds_per_byte * c.spec_kv_factor + comm)
-        / c.dp_attention,
+        / c.dp_attention
+        + routing,
         "first_token_s": first_token_s(),
         "mixed_first_token_s": mixed_first_token_s(pl.lit(1.0)),
         "prefill_chunks": prefill_chunks(),
@@ -154,12 +167,17 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     lf = lf.with_columns(_slope=f1 + (m1 - f1) * on_memory, _step=pl.max_horizontal("_cr", "_mr"))  # t(1 + b)
     slope, step, share = pl.col("_slope"), pl.col("_step"), pl.col("_share")
     # a prompt in an iteration others decode in adds p_mix, the weight read being the step's; alone, p
-    lf = lf.with_columns(_pl=c.first_token_s + share * (mixed_first_token_s(x) - c.first_token_s))
+    lf = lf.with_columns(_pl=loaded_prompt_s(c.first_token_s, bb))
     lf = lf.with_columns(
-        _peff=pl.col("_pl") + c.prefill_chunks * share * (step - slope),  # + t(b) riding in its chunks
         _c1=k * (step - slope * bb),  # k (A + B): the decode phase at zero load
         # others' prefill stalls the step; the attention groups prefill side by side: / dp_attention
         _cc=m * (pl.col("_pl") / c.dp_attention + k * slope),
+        # its share of the prefill server: p_mix + n_c t(b), the t(b) riding in its chunks (prompts
+        # shorter than K share an iteration, and its step, with others)
+        _peff=pl.col("_pl") + c.prefill_chunks * share * (step - slope),
+        # its own first token comes when the iteration carrying its last chunk ends: a whole step
+        # t(b) even when it fills only n_c < 1 of it, (1 - n_c) t(b) beyond its share of the server
+        _own=(1 - c.prefill_chunks).clip(lower_bound=0.0) * share * (step - slope),
     )
     peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
     lf = lf.with_columns(_a=pl.col("_mg") * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
@@ -169,7 +187,7 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
     lf = lf.with_columns(_D=c1 * pl.col("_R") / pl.max_horizontal(pl.col("_R") - cc, 1e-300))
     lf = lf.with_columns(**{out: m * pl.col("_D") / pl.col("_R")})
     scratch = ["_cr", "_mr", "_slope", "_c1", "_cc", "_a", "_q"]
-    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share", "_pl"])
+    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share", "_pl", "_own"])
 
 
 def _wave_prompts() -> pl.Expr:
@@ -217,8 +235,11 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        ITL = t(1 + b) / (1 - u). With t(1 + b) = A + B (1 + b) on the roof in force and b = (n-1) D/R
        this is linear in D: D = c1 R / (R - c), c1 = k (A + B), c = (n - 1)(p_mix / dp_attention + k B).
        (p_mix is blended with p by min(b, 1): alone, a prompt has no step to share.)
-    3. A prompt's own service: p_eff = p_mix + n_c t(b) (the others' decode steps ride in its chunk
-       iterations), and it first waits half an iteration, s = ITL / 2, for the running one (0 alone).
+    3. A prompt's own service: p_eff = p_mix + n_c t(b) (its share of the prefill server: the
+       others' decode steps ride in its chunk iterations); it first waits half an iteration,
+       ITL / 2, for the running one, and its first token comes when the iteration carrying its last
+       chunk ends, a whole step even when it fills n_c < 1 of it: s = ITL / 2 + (1 - n_c) t(b)
+       (0 alone).
     4. Waiting behind other prompts: the prefill queue is first-come first-served with n customers
        in a closed loop. Mean-value analysis with Schweitzer's approximation (an arriving request
        sees (n - 1) / n of the mean queue, Q = X T_q; Lazowska et al., Quantitative System
@@ -286,8 +307,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     )
     lf = lf.with_columns(_itl=itl)
     itl = pl.col("_itl")
-    s = pl.col("_share") * itl / 2
-    lf = lf.with_columns(_s=s, _tq=pl.col("_R") - d - s)
+    # s: half the running iteration on arrival, and the rest of the one its first token ends in
+    half = pl.col("_share") * itl / 2
+    lf = lf.with_columns(_s=half + pl.col("_own"), _tq=pl.col("_R") - d - half)
     t_q, s = pl.col("_tq"), pl.col("_s")
     # the synchronised-wave mode (step 6): all n prompts prefill back to back, then decode together.
     # Without a decode phase (S_out = 1) nothing keeps requests in step: the steady mode alone. An
@@ -360,6 +382,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_D",
         "_peff",
         "_pl",
+        "_own",
         "_step",
         "_share",
         "_itl",
@@ -386,14 +409,15 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     Derivation. By PASTA an arriving or decoding request sees the time averages:
     1. Others decoding: lambda D (Little on the decode phase); decode batch b = 1 + lambda D.
     2. Others' prefill share: u = lambda p_mix / dp_attention (what each adds to an iteration others
-       decode in, at the last refinement's batch); ITL = t(b) / (1 - u), D = (S_out - 1) ITL.
-       With t(b) = A + B b on each roofline piece (compute, memory) the fixed point is explicit:
-       D = k (A + B) / (1 - lambda p - k lambda B), k = S_out - 1, valid while the denominator is
+       decode in, at the last refinement's batch; blended with p by min(lambda D, 1),
+       loaded_prompt_s); ITL = t(b) / (1 - u), D = (S_out - 1) ITL. With t(b) = A + B b on each
+       roofline piece (compute, memory) the fixed point is explicit:
+       D = k (A + B) / (1 - u - k lambda B), k = S_out - 1, valid while the denominator is
        positive (the replica's decode capacity); the max over the two pieces is the fixed point of
        the max. MoE weight reads depend on b: `refinements` passes re-read them at the last b.
     3. Prompt service p_eff = p_mix + n_c t(lambda D) (decode steps riding in its chunks; p blended in
-       by min(lambda D, 1)) and
-       s = ITL / 2 for the iteration running on arrival.
+       by min(lambda D, 1)) and s = ITL / 2 for the iteration running on arrival + (1 - n_c) t(lambda D)
+       for the rest of the one its first token ends in.
     4. The prefill queue is M/D/1 per attention group (each of the dp_attention groups prefills its
        own share lambda / dp_attention of the prompts): rho = lambda p_eff / dp_attention and
        Pollaczek-Khinchine's mean wait with a
@@ -409,7 +433,7 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
     # the groups' prompts stall the steps side by side, each adding p_mix to an iteration others decode in
     lf = frame.with_columns(_p=first_token_s()).with_columns(_lam=lam, _k=k, _nc=prefill_chunks(), _bw=pl.lit(1.0))
     for _ in range(refinements):
-        lf = _open_decode(lf.with_columns(_u=lam * mixed_first_token_s(pl.col("_bw")) / c.dp_attention))
+        lf = _open_decode(lf.with_columns(_u=lam * loaded_prompt_s(pl.col("_p"), pl.col("_bw") - 1) / c.dp_attention))
     lam, k, d = pl.col("_lam"), pl.col("_k"), pl.col("_D")
     others = lam * d
     lf = lf.with_columns(
@@ -417,11 +441,12 @@ def open_loop(frame: pl.LazyFrame, rate: pl.Expr, refinements: int = 3) -> pl.La
         # the decode phase's own interval, D / k, so that R = TTFT + (S_out - 1) TPOT holds exactly
         # (step_s at the final batch differs from it by the last refinement's change in weight reads)
         _itl=pl.when(k > 0).then(d / k).otherwise(step_s(1 + others) / (1 - pl.col("_u"))),
-        _peff=pl.col("_p")
-        + pl.min_horizontal(others, 1.0) * (mixed_first_token_s(1 + others) - pl.col("_p"))
-        + pl.col("_nc") * _riders(others),
+        _peff=loaded_prompt_s(pl.col("_p"), others) + pl.col("_nc") * _riders(others),
     ).with_columns(
-        _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2,
+        # half the running iteration on arrival, and the rest of the one its first token ends in:
+        # a whole step even when the prompt fills n_c < 1 of it
+        _s=pl.min_horizontal(lam * d, 1.0) * pl.col("_itl") / 2
+        + (1 - pl.col("_nc")).clip(lower_bound=0.0) * _riders(others),
         _rho=lam * pl.col("_peff") / c.dp_attention,  # each attention group's own M/D/1 queue
     )
     rho, peff = pl.col("_rho"), pl.col("_peff")
