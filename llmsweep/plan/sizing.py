@@ -49,7 +49,9 @@ def band_columns() -> dict[str, pl.Expr]:
 def prompt_share(rate: pl.Expr, modes_known: bool = True) -> pl.Expr:
     """The share of a replica's hour that serves prompts at `rate` requests/s: a disaggregated
     replica's prefill pool, prefill_pool_gpus / gpus (its GPUs do nothing else); an aggregated
-    replica's time spent prefilling, min(rate x prefill_s, 1) (each prompt holds it for prefill_s)."""
+    replica's time spent prefilling, min(rate x prefill_s, 1) (each prompt charged its time alone,
+    prefill_s: an upper bound on what it costs a loaded replica, where it rides in decode steps that
+    read the weights anyway and adds p_mix, estimate/load.py)."""
     prompts = pl.min_horizontal(rate * c.prefill_s, 1.0)
     if not modes_known:  # a frame without serving-mode columns is aggregated
         return prompts
