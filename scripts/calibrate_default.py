@@ -383,8 +383,8 @@ times ÷ factor):
   requests as fit" (vLLM's max-throughput benchmarks) are estimated at the memory limit, far above
   the concurrency those runs reached: they over-predict by 3-7×.
 - **Layouts across servers** (MiniMax-M2.5 on 16 H100s, two servers, ep 16) pay the expert
-  all-to-all over the NICs and the MoE routing traffic, but their TPOT is still 0.45-1.07 times the
-  measured one (median 0.83), falling with concurrency. A grouped-GEMM tile-fill term (each expert
+  all-to-all over the NICs and the MoE routing traffic, but their TPOT is still 0.45-1.05 times the
+  measured one (median 0.82), falling with concurrency. A grouped-GEMM tile-fill term (each expert
   a pass touches costing as if it had a further 128 tokens, Hockney's half-performance length) was
   tried and left out: it made the 1k-token MoE prompts too slow (in-sample MoE TTFT 26 % -> 30 %),
   and a free fit of it worsened the medians; so did a separate efficiency for the experts' grouped
