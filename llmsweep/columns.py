@@ -608,7 +608,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "s",
             "",
-            "One sequence's share of a step's compute time (attention at the 16-bit rate).",
+            "One sequence's share of a step's compute time (attention at its own rate, 16-bit or fp8).",
             False,
         ),
         ("decode_kv_bytes_per_sequence", F, "bytes", "", "KV one sequence's decode step reads, all GPUs.", False),

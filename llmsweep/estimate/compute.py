@@ -140,7 +140,7 @@ def prefill_flops() -> pl.Expr:
 
 def prefill_compute_s() -> pl.Expr:
     """Prefill FLOPs at their rates: (2 P_a n + (attention + indexer) x F / F_attn) / (tp F eta_c),
-    the matmuls at the weights' dtype and attention at the 16-bit rate (attention_flop_cost)."""
+    the matmuls at the weights' dtype and attention at its own, 16-bit or fp8 (attention_flop_cost)."""
     linear = c.flops_per_token * c.prefill_new_tokens
     attention = (c.prefill_flops - linear) * c.attention_flop_cost
     return (linear + attention) * c.seconds_per_flop
@@ -200,7 +200,7 @@ def decode_flops_per_sequence() -> pl.Expr:
 
 def decode_compute_s_per_sequence() -> pl.Expr:
     """One sequence's share of a step's compute time: (2 P_a + attention x F / F_attn) / (tp F eta_c),
-    attention at the 16-bit rate (attention_flop_cost)."""
+    attention at its own rate, 16-bit or fp8 (attention_flop_cost)."""
     attention = c.decode_flops_per_sequence - c.flops_per_token
     return (c.flops_per_token + attention * c.attention_flop_cost) * c.seconds_per_flop
 

@@ -63,7 +63,8 @@ def step_s(b: pl.Expr) -> pl.Expr:
     """t(b): one decode step of b sequences (b may be fractional: a mean), the terms of
     compute.decode_terms at batch b: max(g x compute s/seq (compute.decode_compute_s_per_sequence),
     (weights read(b) + g x KV/seq) x s/byte) + communication(g) (all-reduces, expert all-to-alls, pp
-    sends: parallel.comm_s) + g x MoE routing traffic (compute.routing_s_per_token) + fixed costs, where
+    sends: parallel.comm_s) + b x MoE routing traffic (every group's tokens pass the MoE layers:
+    compute.routing_s_per_token) + fixed costs, where
     g = b / dp_attention is the share of an attention group (= b without attention data parallelism).
     With speculative decoding the FLOPs and communication count q + k f token passes per sequence,
     the KV 1 + k f reads, the weights W(q b) + k f W(b), and the draft passes their fixed costs
