@@ -147,7 +147,6 @@ def step_coefficients() -> dict[str, pl.Expr]:
         / c.dp_attention
         + routing,
         "first_token_s": first_token_s(),
-        "mixed_first_token_s": mixed_first_token_s(pl.lit(1.0)),
         "prefill_chunks": prefill_chunks(),
         "decode_steps": k,
         "half_inv_decode_steps": pl.when(k > 0).then(0.5 / k).otherwise(0.0),
