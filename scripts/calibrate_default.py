@@ -340,7 +340,8 @@ aggregated DeepSeek-R1 rows with MTP among them). These rows are compared but fi
 serving modes alone use (calibrate/serving.py): one shared MTP acceptance on the MTP rows' TPOT
 and each engine's hand-off overhead on its disaggregated TTFT rows; everything else comes from
 the aggregated rows. An MTP row drafts its engine's default number of tokens (SGLang 3, its
-auto_choose_speculative_params for DeepSeek-V3; TensorRT-LLM 1), since the sources state none.
+auto_choose_speculative_params for DeepSeek-V3; TensorRT-LLM 3, an assumption from the rows' speed:
+catalog/engines.py), since the sources state none.
 
 {serving_table(validations)}
 

@@ -284,3 +284,8 @@ def test_estimate_serving_option_bounds_are_the_declared_ranges():
 
     assert limits.RANGES["draft_tokens"].high == cli.MAX_DRAFT_TOKENS
     assert limits.RANGES["workers"].high == cli.MAX_PARALLEL
+    # --speculative's choices are the estimator's methods, written out so that --help stays light
+    from llmsweep.estimate.speculative import METHODS
+
+    (option,) = [p for p in cli.estimate.params if p.name == "speculative"]
+    assert tuple(option.type.choices) == METHODS
