@@ -8,7 +8,7 @@ import sys
 import pytest
 import yaml
 
-from llmsweep.errors import UnknownNameError
+from llmsweep.errors import LlmsweepError, UnknownNameError
 
 from .conftest import REFERENCE, ROOT, needs_reference
 
@@ -195,6 +195,17 @@ def test_profile_file(tmp_path, catalog):
     path.write_text("description: x\ndefaults: {bandwidth_efficiency: 2}\n")
     with pytest.raises(Exception, match=r"p.yaml: not a valid efficiency profile: defaults.bandwidth_efficiency"):
         catalog.profile(str(path))
+    # a misspelt parameter names its line and the parameter meant
+    good = catalog.profile("ideal").model_dump()
+    good["defaults"]["routed_activaton_passes"] = good["defaults"].pop("routed_activation_passes")
+    path.write_text(yaml.safe_dump(good, sort_keys=False))
+    line = path.read_text().splitlines().index("  routed_activaton_passes: 0.0") + 1
+    with pytest.raises(LlmsweepError) as e:
+        catalog.profile(str(path))
+    assert str(e.value) == (
+        f"{path}: not a valid efficiency profile: defaults.routed_activaton_passes: Extra inputs are not "
+        f"permitted (did you mean routed_activation_passes?) (line {line})"
+    )
 
 
 # -- gpus-2026.yaml ---------------------------------------------------------------------------

@@ -151,11 +151,27 @@ def load_profile_file(path: str) -> Profile:
     try:
         return Profile.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(
-            ".".join(map(str, err["loc"])) + ": " * bool(err["loc"]) + err["msg"].removeprefix("Value error, ")
-            for err in e.errors()
-        )
+        problems = "; ".join(_profile_problem(doc, err) for err in e.errors())
         raise LlmsweepError(f"{path}: not a valid efficiency profile: {problems}") from None
+
+
+def _profile_problem(doc, err) -> str:
+    """One validation error of a profile file: line, key path, message, and for an unknown parameter
+    the closest known ones."""
+    from llmsweep.catalog.profiles import Efficiency, EngineOverrides
+    from llmsweep.errors import did_you_mean
+
+    loc = tuple(err["loc"])
+    line = doc.line(loc)
+    message = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden" and loc:
+        known = [*Profile.model_fields, *EngineOverrides.model_fields, *Efficiency.model_fields]
+        close = did_you_mean(str(loc[-1]), known)
+        if close:
+            message += f" (did you mean {' or '.join(close)}?)"
+    if line and err["type"] != "missing":  # a missing key has no line of its own
+        message += f" (line {line})"
+    return ".".join(map(str, loc)) + ": " * bool(loc) + message
 
 
 @cache
