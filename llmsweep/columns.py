@@ -940,7 +940,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             "USD per million input tokens",
             "The prompt share of the hour over the input tokens it serves: usd_per_hour x share / (requests/s x "
             "input_tokens x 3600) x 10^6, share = prefill_pool_gpus / gpus (disaggregated: the prefill pool's "
-            "GPU-hours) or min(1, requests/s x prefill_s) (aggregated). Already inside "
+            "GPU-hours) or prefill_fraction at the same operating point (aggregated: the prompts' share of its time, "
+            "each charged what it adds to the iterations it rides in). Already inside "
             "usd_per_million_output_tokens: never add the two.",
         ),
         (

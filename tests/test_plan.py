@@ -11,7 +11,7 @@ import yaml
 from llmsweep import finance, pipeline, plan
 from llmsweep.spec import CostSpec, SloSpec, WorkloadSpec
 
-from .conftest import ROOT
+from .conftest import ROOT, estimate_row
 
 
 def frame(**over) -> pl.LazyFrame:
@@ -33,6 +33,8 @@ def frame(**over) -> pl.LazyFrame:
     }
     # the estimate's requests/s: output_tokens_per_s / output_tokens (1,000 / 250 = 4)
     row.setdefault("requests_per_s_per_replica", row["output_tokens_per_s"] / row["output_tokens"])
+    # and the share of its time prompts take, as load.closed_loop gives it: 4 x 0.05 s = 0.2
+    row.setdefault("prefill_fraction", row["requests_per_s_per_replica"] * row["prefill_s"])
     bands = {f"band_{g}_{e}": None for g in ("decode", "prefill", "throughput") for e in ("low", "high")}
     speeds = {"decode_tokens_per_s_per_seq": 25.0, "decode_tokens_per_s": 1000.0}
     frame = pl.LazyFrame([{**speeds, **row}]).with_columns(pl.col("gpu").cast(pl.Categorical))
@@ -42,6 +44,25 @@ def frame(**over) -> pl.LazyFrame:
 def inputs(cost: CostSpec | None = None, slo=None, workload=None) -> plan.PlanInputs:
     price = plan.price_from_costs("h100-sxm", cost or CostSpec(usd_per_gpu_hour=2.5), 700.0, 8)
     return plan.PlanInputs({"h100-sxm": price}, slo, workload, "usd_per_million_output_tokens")
+
+
+def test_the_prompt_share_of_the_hour_is_the_operating_points():
+    """The input tokens' share of the hour is the loaded model's prefill_fraction, the same operating
+    point's: each prompt charged what it adds to the decode iterations it rides in (p_mix), below its
+    time alone (requests/s x prefill_s, the old upper bound) once others decode beside it. A 128-token
+    prompt alone reads the 16 GB of weights (memory-bound); riding in a decode step, it adds its FLOPs."""
+    est = estimate_row("default", gpu="h100-sxm", model="meta-llama/Llama-3.1-8B", batch=32, input_tokens=128)
+    est = pl.LazyFrame([est]).with_columns(pl.col("gpu").cast(pl.Categorical))
+    row = plan.add_plan_columns(est, inputs()).collect().row(0, named=True)
+    per_hour = row["requests_per_s_per_replica"] * 3600 / 1e6
+    share = row["usd_per_million_input_tokens"] * per_hour * row["input_tokens"] / row["usd_per_hour"]
+    assert share == pytest.approx(row["prefill_fraction"], rel=1e-12)
+    assert 0 < share < row["requests_per_s_per_replica"] * row["prefill_s"]
+    hour = (
+        row["usd_per_million_input_tokens"] * row["input_tokens"]
+        + row["usd_per_million_decode_tokens"] * row["output_tokens"]
+    ) * per_hour
+    assert hour == pytest.approx(row["usd_per_hour"], rel=1e-12)
 
 
 def test_rented_cost_per_million_tokens():

@@ -46,27 +46,27 @@ def band_columns() -> dict[str, pl.Expr]:
     return out
 
 
-def prompt_share(rate: pl.Expr, modes_known: bool = True) -> pl.Expr:
-    """The share of a replica's hour that serves prompts at `rate` requests/s: a disaggregated
-    replica's prefill pool, prefill_pool_gpus / gpus (its GPUs do nothing else); an aggregated
-    replica's time spent prefilling, min(rate x prefill_s, 1) (each prompt charged its time alone,
-    prefill_s: an upper bound on what it costs a loaded replica, where it rides in decode steps that
-    read the weights anyway and adds p_mix, estimate/load.py)."""
-    prompts = pl.min_horizontal(rate * c.prefill_s, 1.0)
+def prompt_share(busy: pl.Expr, modes_known: bool = True) -> pl.Expr:
+    """The share of a replica's hour that serves prompts: a disaggregated replica's prefill pool,
+    prefill_pool_gpus / gpus (its GPUs do nothing else, busy or not); an aggregated replica's time
+    spent prefilling at the operating point, `busy` (the loaded model's prefill_fraction: each
+    prompt charged what it adds to the iterations it rides in, p_mix, or p when it runs alone;
+    estimate/load.py), at most 1."""
+    prompts = busy.clip(0.0, 1.0)
     if not modes_known:  # a frame without serving-mode columns is aggregated
         return prompts
     pool = c.prefill_pool_gpus.cast(pl.Float64) / c.gpus
     return pl.when(c.mode == DISAGGREGATED).then(pool).otherwise(prompts)
 
 
-def token_costs(rate: pl.Expr, modes_known: bool = True) -> dict[str, pl.Expr]:
+def token_costs(rate: pl.Expr, busy: pl.Expr, modes_known: bool = True) -> dict[str, pl.Expr]:
     """USD per million tokens of each type at `rate` requests/s per replica, one price per token:
-    input = the prompt share of the hour (prompt_share) over the input tokens served in it, decode =
-    the rest of the hour over the output tokens, so input cost x input tokens + decode cost x output
-    tokens = the hour; and the all-in figure, the whole hour over the output tokens (never add it to
-    the other two)."""
+    input = the prompt share of the hour (prompt_share, at the same operating point: `busy`) over
+    the input tokens served in it, decode = the rest of the hour over the output tokens, so input
+    cost x input tokens + decode cost x output tokens = the hour; and the all-in figure, the whole
+    hour over the output tokens (never add it to the other two)."""
     hour = c.usd_per_hour
-    share = prompt_share(rate, modes_known)
+    share = prompt_share(busy, modes_known)
     per_hour = rate * 3600 / 1e6  # millions of requests an hour
     return {
         "usd_per_million_output_tokens": hour / (per_hour * c.output_tokens),
@@ -102,7 +102,7 @@ def add_plan_columns(
         / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
     )
     frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
-        **token_costs(c.requests_per_s_per_replica, "mode" in frame.collect_schema().names())
+        **token_costs(c.requests_per_s_per_replica, c.prefill_fraction, "mode" in frame.collect_schema().names())
     )
     if peak is None:
         nulls = {
@@ -265,7 +265,9 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         # per token at capacity: the all-in figure, and the prompt and decode shares of the hour
         **{
             name: pl.when(ok).then(cost).otherwise(pl.col(name))
-            for name, cost in token_costs(c.capacity_requests_per_s, "mode" in frame.columns).items()
+            for name, cost in token_costs(
+                c.capacity_requests_per_s, c.capacity_prefill_busy, "mode" in frame.columns
+            ).items()
         },
     ).with_columns(
         gpus_needed=c.replicas * c.gpus,
