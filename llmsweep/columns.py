@@ -338,6 +338,22 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("activation_bytes_per_element", F, "bytes", "Bytes per activation", "16-bit (fp32: 4).", False),
         ("bandwidth_efficiency", F, "fraction", "eta_bw", "Share of peak bandwidth reached (profile)."),
         ("compute_efficiency", F, "fraction", "eta_c", "Share of peak FLOP/s reached (profile)."),
+        (
+            "fp8_gemm_efficiency",
+            F,
+            "fraction",
+            "FP8 GEMM efficiency",
+            "Share of eta_c that matmuls at the fp8 rate reach (profile; 1 = as at 16-bit).",
+            False,
+        ),
+        (
+            "fp4_gemm_efficiency",
+            F,
+            "fraction",
+            "FP4 GEMM efficiency",
+            "Share of eta_c that matmuls at the fp4 rate reach (profile; 1 = as at 16-bit).",
+            False,
+        ),
         ("step_overhead_s", F, "s", "Step overhead", "Fixed time per forward pass (profile).", False),
         (
             "layer_overhead_s",
@@ -549,7 +565,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("window_fraction", F, "fraction", "", "Share of layers with a sliding window.", False),
         ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
         ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
-        ("seconds_per_flop", F, "s/FLOP", "", "1 / (tp x F x eta_c).", False),
+        ("seconds_per_flop", F, "s/FLOP", "", "1 / (tp x F x eta_c x f): f = the dtype's GEMM efficiency.", False),
         (
             "attention_flop_cost",
             F,

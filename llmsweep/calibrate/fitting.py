@@ -28,6 +28,8 @@ from llmsweep.catalog.profiles import Efficiency, EngineOverrides
 BOUNDS = {
     "bandwidth_efficiency": (0.3, 0.95),
     "compute_efficiency": (0.1, 0.95),
+    "fp8_gemm_efficiency": (0.3, 1.0),
+    "fp4_gemm_efficiency": (0.3, 1.0),
     "step_overhead_s": (0.0, 0.01),
     "layer_overhead_s": (0.0, 0.0001),
     "moe_layer_overhead_s": (0.0, 0.0005),
@@ -305,13 +307,25 @@ SHARED_PARAMS = (
     "layer_overhead_s",
     "moe_layer_overhead_s",
     "routed_activation_passes",
+    "fp8_gemm_efficiency",
+    "fp4_gemm_efficiency",
 )
 FAMILY_PARAMS = ("bandwidth_efficiency",)
 # Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
-# enough rows gets its own bandwidth and compute efficiency and per-step overhead, pulled towards the
-# shared values, then each engine x GPU family its own bandwidth efficiency, pulled towards the
-# engine's. The pull is a prior worth PRIOR_ROWS rows: strong for a few rows, weak for many.
-ENGINE_PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "request_overhead_s")
+# enough rows gets its own bandwidth and compute efficiency, the share of it its fp8 and fp4 matmul
+# kernels reach (estimate/compute.py dtype_efficiency: SGLang's fp8 and fp4 GEMMs on B300 reach about
+# half of its bf16 efficiency, vLLM's and TensorRT-LLM's nearly all), and per-step and per-request
+# overhead, pulled towards the shared values, then each engine x GPU family its own bandwidth and
+# compute efficiency, pulled towards the engine's. The pull is a prior worth PRIOR_ROWS rows: strong
+# for a few rows, weak for many.
+ENGINE_PARAMS = (
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "fp8_gemm_efficiency",
+    "fp4_gemm_efficiency",
+    "step_overhead_s",
+    "request_overhead_s",
+)
 # Compute efficiency too: an engine reaches a different share of each generation's tensor peak (FP8/FP4
 # GEMMs on Blackwell, bf16 on Hopper), and an engine x family without rows keeps the engine's value.
 ENGINE_FAMILY_PARAMS = ("bandwidth_efficiency", "compute_efficiency")

@@ -41,6 +41,11 @@ class Efficiency(BaseModel):
 
     bandwidth_efficiency: typed("efficiency") = lim("efficiency")
     compute_efficiency: typed("efficiency") = lim("efficiency")
+    # The share of compute_efficiency that matmuls at 8-bit and 4-bit floating point reach (their
+    # datasheet peaks are 2x and 4x the 16-bit one, and kernels reach less of them): estimate/compute.py
+    # dtype_efficiency; 1 = the plain roofline (and profiles written before them).
+    fp8_gemm_efficiency: typed("efficiency") = lim("efficiency", 1.0)
+    fp4_gemm_efficiency: typed("efficiency") = lim("efficiency", 1.0)
     step_overhead_s: typed("overhead_s") = lim("overhead_s")
     layer_overhead_s: typed("overhead_s") = lim("overhead_s")
     # MoE layers run kernels a dense MLP does not (router top-k, token permutation, grouped GEMMs,

@@ -45,9 +45,26 @@ def window_fraction() -> pl.Expr:
     return (c.kv_window_elements_per_token / c.kv_elements_per_token).fill_nan(0.0)
 
 
+def dtype_efficiency(dtype: pl.Expr) -> pl.Expr:
+    """f: the share of compute_efficiency a matmul reaches at the rate of `dtype`: the profile's
+    fp8_gemm_efficiency at the 8-bit floating-point rate, fp4_gemm_efficiency at the 4-bit one, 1 at
+    16-bit and integer rates (and for all of them in `ideal`)."""
+    return (
+        pl.when(dtype == "fp8")
+        .then(c.fp8_gemm_efficiency)
+        .when(dtype == "fp4")
+        .then(c.fp4_gemm_efficiency)
+        .otherwise(1.0)
+    )
+
+
 def seconds_per_flop() -> pl.Expr:
-    """1 / (tp x F x eta_c): compute time per FLOP for work split over the tp GPUs of a stage."""
-    return 1 / (c.tp * c.peak_flops_per_s * c.compute_efficiency)
+    """1 / (tp x F x eta_c x f): compute time per FLOP of the weights' matmuls, split over the tp
+    GPUs of a stage, F the peak at the weights' compute dtype and f its dtype_efficiency. Example:
+    Qwen3-32B in fp8 on one H100 SXM (1,979 TFLOP/s) at eta_c 0.6 and f 0.75 computes
+    1,979e12 x 0.6 x 0.75 = 890.55e12 FLOP/s, 1.1229e-15 s a FLOP; in bf16 (989 TFLOP/s, f 1),
+    593.4e12 FLOP/s, 1.6852e-15 s."""
+    return 1 / (c.tp * c.peak_flops_per_s * c.compute_efficiency * dtype_efficiency(c.compute_dtype))
 
 
 def attention_flop_cost() -> pl.Expr:
@@ -58,9 +75,11 @@ def attention_flop_cost() -> pl.Expr:
     rate (FlashMLA's and TensorRT-LLM's fp8 kernels, FlashAttention-3 fp8 quantise the queries).
     On a B300 an nvfp4 model with a 16-bit cache attends at 2,250 not 14,000 TFLOP/s: 14,000 /
     2,250 = 6.2; with an fp8 cache 14,000 / 4,500 = 3.1; fp8 weights over an fp8 cache 1; bf16
-    weights over an fp8 cache 2,250 / 4,500 = 0.5."""
+    weights over an fp8 cache 2,250 / 4,500 = 0.5. Each rate counts at the share of it its kernels
+    reach (dtype_efficiency): (F x f_weights) / (F_attn x f_attn), the ratios above in `ideal`."""
     rate = pl.when(c.fp8_attention).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
-    return c.peak_flops_per_s / rate
+    share = pl.when(c.fp8_attention).then(c.fp8_gemm_efficiency).otherwise(1.0)
+    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * share)
 
 
 def seconds_per_byte() -> pl.Expr:

@@ -1,0 +1,76 @@
+"""The share of peak that fp8 and fp4 matmuls reach (llmsweep/estimate/compute.py dtype_efficiency).
+
+A GPU's datasheet gives fp8 twice and fp4 four times the 16-bit tensor peak; an engine's kernels reach
+a smaller share of those peaks than of the 16-bit one. The profile carries that share per dtype
+(fp8_gemm_efficiency, fp4_gemm_efficiency; 1 in `ideal`), fitted per engine (docs/fidelity.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsweep.catalog import load_catalog
+
+from .conftest import estimate_row
+
+R1, QWEN32 = "deepseek-ai/DeepSeek-R1", "Qwen/Qwen3-32B"
+H100_BF16, H100_FP8 = 989e12, 1979e12  # H100 SXM dense tensor peaks (catalog/gpus.yaml)
+
+
+def test_fp8_matmuls_run_at_their_share_of_the_fp8_peak():
+    # Qwen3-32B in fp8 on one H100 SXM: 1 / (1,979e12 x eta_c x f8); in bf16 1 / (989e12 x eta_c)
+    fp8 = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="fp8", engine="sglang")
+    bf16 = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="bf16", engine="sglang")
+    eta, f8 = fp8["compute_efficiency"], fp8["fp8_gemm_efficiency"]
+    assert (fp8["peak_flops_per_s"], bf16["peak_flops_per_s"]) == (H100_FP8, H100_BF16)
+    assert bf16["compute_efficiency"] == eta
+    assert 0.3 <= f8 < 1  # fitted: SGLang's fp8 GEMMs reach less of their peak than its bf16 ones
+    assert fp8["seconds_per_flop"] == pytest.approx(1 / (H100_FP8 * eta * f8), rel=1e-12)
+    assert bf16["seconds_per_flop"] == pytest.approx(1 / (H100_BF16 * eta), rel=1e-12)
+    # fp8 is 2 x f8 times as fast per FLOP as bf16 (1,979 / 989 = 2.001), not twice
+    ratio = bf16["seconds_per_flop"] / fp8["seconds_per_flop"]
+    assert ratio == pytest.approx(H100_FP8 / H100_BF16 * f8, rel=1e-12)
+
+
+def test_each_engine_has_its_own_share():
+    # the fitted values are the engine's (catalog/default-profile.yaml), not shared
+    profile = load_catalog().profile("default")
+    for engine in ("sglang", "vllm", "trtllm"):
+        row = estimate_row("default", gpu="b300", model=R1, precision="nvfp4", tp=8, engine=engine)
+        values = profile.for_family("blackwell", engine)
+        assert row["fp8_gemm_efficiency"] == values.fp8_gemm_efficiency
+        assert row["fp4_gemm_efficiency"] == values.fp4_gemm_efficiency
+    assert (
+        profile.for_family("blackwell", "sglang").fp8_gemm_efficiency
+        != profile.for_family("blackwell", "vllm").fp8_gemm_efficiency
+    )
+
+
+@pytest.mark.parametrize("kv", ["bf16", "fp8"])
+def test_attention_counts_each_rate_at_its_own_share(kv):
+    # DeepSeek-R1 nvfp4 on B300: matmuls at 14,000 TFLOP/s x f4; attention over a 16-bit cache at
+    # 2,250 (f 1), over an fp8 cache at 4,500 x f8. Cost of one attention FLOP in matmul FLOPs:
+    # 14,000 f4 / 2,250 or 14,000 f4 / (4,500 f8).
+    row = estimate_row("default", gpu="b300", model=R1, precision="nvfp4", kv_precision=kv, tp=8)
+    f4, f8 = row["fp4_gemm_efficiency"], row["fp8_gemm_efficiency"]
+    cost = 14_000 * f4 / 2_250 if kv == "bf16" else 14_000 * f4 / (4_500 * f8)
+    assert row["attention_flop_cost"] == pytest.approx(cost, rel=1e-3)
+    # so attention's time is its FLOPs at its own rate: attention FLOPs x cost x s/FLOP
+    # = attention FLOPs / (8 x rate x f_attn x eta_c)
+    attn_rate = 2_250e12 if kv == "bf16" else 4_500e12 * f8
+    per_flop = row["attention_flop_cost"] * row["seconds_per_flop"]
+    assert per_flop == pytest.approx(1 / (8 * attn_rate * row["compute_efficiency"]), rel=1e-3)
+
+
+def test_ideal_is_the_plain_roofline_at_every_dtype():
+    for precision, peak in (("fp8", H100_FP8), ("bf16", H100_BF16)):
+        row = estimate_row(gpu="h100-sxm", model=QWEN32, precision=precision)
+        assert row["fp8_gemm_efficiency"] == row["fp4_gemm_efficiency"] == 1.0
+        assert row["seconds_per_flop"] == pytest.approx(1 / peak, rel=1e-12)
+
+
+def test_16_bit_and_integer_matmuls_keep_the_engine_efficiency():
+    # int8 W8A8 runs at the int8 rate with no dtype share (f = 1), as 16-bit formats do
+    row = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="int8")
+    assert row["compute_dtype"] == "int8"
+    assert row["seconds_per_flop"] * row["peak_flops_per_s"] * row["compute_efficiency"] == pytest.approx(1.0)
