@@ -187,6 +187,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Dense fp8 peak of one GPU (its 16-bit peak without fp8): attention over an 8-bit KV cache.",
             False,
         ),
+        ("fp8_rate", B, "", "", "The GPU has an fp8 tensor rate of its own (not a 16-bit fallback).", False),
         (
             "scale_up_bandwidth_bytes_per_s",
             F,
@@ -344,7 +345,6 @@ COLUMNS: tuple[Column, ...] = tuple(
             "fraction",
             "FP8 GEMM efficiency",
             "Share of eta_c that matmuls at the fp8 rate reach (profile; 1 = as at 16-bit).",
-            False,
         ),
         (
             "fp4_gemm_efficiency",
@@ -352,7 +352,6 @@ COLUMNS: tuple[Column, ...] = tuple(
             "fraction",
             "FP4 GEMM efficiency",
             "Share of eta_c that matmuls at the fp4 rate reach (profile; 1 = as at 16-bit).",
-            False,
         ),
         ("step_overhead_s", F, "s", "Step overhead", "Fixed time per forward pass (profile).", False),
         (
@@ -571,7 +570,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "",
             "",
-            "F / F_attn: weight-dtype FLOPs one attention FLOP costs (1 for 16-bit weights).",
+            "(F f_w) / (F_attn f_attn): weight-matmul FLOPs one attention FLOP costs, each rate at its dtype's share.",
             False,
         ),
         ("seconds_per_byte", F, "s/byte", "", "1 / (tp x BW x eta_bw).", False),
@@ -905,7 +904,9 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "fraction",
             "Prefill share",
-            "Share of the replica's time spent prefilling prompts at this operating point.",
+            "Share of each attention group's time on prompts at this operating point: requests/s x what a prompt "
+            "adds (p_mix riding in decode steps, p in a wave) / dp_attention; disaggregated, the prefill pool's "
+            "share of the GPUs.",
         ),
         ("load_note", S, "", "Load note", "What limits the operating point (e.g. waiting for a KV-cache slot)."),
         (
@@ -956,9 +957,10 @@ COLUMNS: tuple[Column, ...] = tuple(
             "USD per million input tokens",
             "The prompt share of the hour over the input tokens it serves: usd_per_hour x share / (requests/s x "
             "input_tokens x 3600) x 10^6, share = prefill_pool_gpus / gpus (disaggregated: the prefill pool's "
-            "GPU-hours) or prefill_fraction at the same operating point (aggregated: the prompts' share of its time, "
-            "each charged what it adds to the iterations it rides in). Already inside "
-            "usd_per_million_output_tokens: never add the two.",
+            "GPU-hours) or, aggregated, the prompts' share of its time at the same operating point (prefill_fraction; "
+            "in a plan sized for a workload, capacity_prefill_busy at capacity_requests_per_s): each prompt charged "
+            "what it adds to the iterations it rides in. Without a prompt the share is 0, without output tokens 1. "
+            "Already inside usd_per_million_output_tokens: never add the two.",
         ),
         (
             "usd_per_million_decode_tokens",
@@ -1218,8 +1220,9 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "fraction",
             "Prefill busy at capacity",
-            "At capacity_requests_per_s, the share of time prompts take: the replica's (aggregated: requests/s x "
-            "prefill_s, time decode steps wait for) or its prefill pool's (disaggregated: prefill_utilization).",
+            "At capacity_requests_per_s, the share of time prompts take: each attention group's (aggregated: "
+            "requests/s x p_mix / dp_attention, the open loop's prefill_fraction, time decode steps wait for) or "
+            "its prefill pool's (disaggregated: prefill_utilization).",
             False,
         ),
         ("ttft_percentile", S, "", "TTFT target statistic", "The sweep's slo.percentile: mean, p90 or p99.", False),
@@ -1400,6 +1403,8 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "kwh_per_million_output_tokens",
     "bandwidth_efficiency",
     "compute_efficiency",
+    "fp8_gemm_efficiency",
+    "fp4_gemm_efficiency",
     "step_overhead_s",
     "tokens_per_joule",
     "peak_requests_per_s",

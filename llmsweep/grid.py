@@ -252,7 +252,7 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
         g, p = catalog.gpu(gid), catalog.precision(pid)
         flops, used = g.peak_flops(p.compute_dtype)
         attention_flops, _ = g.peak_flops(p.activation_dtype)
-        fp8_flops, _ = g.peak_flops("fp8")
+        fp8_flops, fp8_used = g.peak_flops("fp8")
         note = None
         if flops and used != p.compute_dtype:
             note = f"{gid} has no published {p.compute_dtype} rate; matmuls use its {used} rate"
@@ -266,6 +266,8 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
                 "peak_flops_per_s": flops,
                 "attention_peak_flops_per_s": attention_flops or flops,
                 "fp8_peak_flops_per_s": fp8_flops or attention_flops or flops,
+                # the fp8 rate is the GPU's own, not a 16-bit fallback (its fp8 share applies)
+                "fp8_rate": bool(fp8_flops) and fp8_used == "fp8",
                 "notes": note,
             }
         )

@@ -500,7 +500,14 @@ def serving_info(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) -> 
     return info
 
 
-IN_FORCE = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "max_running_requests")
+IN_FORCE = (
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "fp8_gemm_efficiency",
+    "fp4_gemm_efficiency",
+    "step_overhead_s",
+    "max_running_requests",
+)
 
 
 def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:

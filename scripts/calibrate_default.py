@@ -446,8 +446,9 @@ times ÷ factor):
   fp8 / fp4: {low_precision}
   (an engine without rows uses the shared {shared.fp8_gemm_efficiency:.2f} / {shared.fp4_gemm_efficiency:.2f}).
   SGLang's low values come from its B300 rows alone, whose fp8 and fp4 prompts are not much faster
-  than its bf16 ones, part of the slow B300 prefill above; TensorRT-LLM has no fp4 rows, so its fp4
-  share is the shared one. A newer engine release may reach more: calibrate on its own results.
+  than its bf16 ones, part of the slow B300 prefill above, and apply on every GPU (SGLang has no
+  fp8 rows on Hopper); TensorRT-LLM has no aggregated fp4 rows, so its fp4 share is the shared one.
+  A newer engine release may reach more: calibrate on its own results.
 - **Lengths not stated** by a source are assumed (256 tokens) and noted per row.
 - **Disaggregated TTFT.** The disaggregated deployments measured (Dynamo with TensorRT-LLM 0.8 and
   SGLang 0.5.8, InferenceX and aiconfigurator) report 0.3-14 s TTFT where prefill, KV transfer and

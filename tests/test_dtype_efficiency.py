@@ -51,8 +51,9 @@ def test_attention_counts_each_rate_at_its_own_share(kv):
     # DeepSeek-R1 nvfp4 on B300: matmuls at 14,000 TFLOP/s x f4; attention over a 16-bit cache at
     # 2,250 (f 1), over an fp8 cache at 4,500 x f8. Cost of one attention FLOP in matmul FLOPs:
     # 14,000 f4 / 2,250 or 14,000 f4 / (4,500 f8).
-    row = estimate_row("default", gpu="b300", model=R1, precision="nvfp4", kv_precision=kv, tp=8)
+    row = estimate_row("default", gpu="b300", model=R1, precision="nvfp4", kv_precision=kv, tp=8, engine="sglang")
     f4, f8 = row["fp4_gemm_efficiency"], row["fp8_gemm_efficiency"]
+    assert f8 < 1 and f4 < 1  # SGLang's fitted shares: both factors are exercised
     cost = 14_000 * f4 / 2_250 if kv == "bf16" else 14_000 * f4 / (4_500 * f8)
     assert row["attention_flop_cost"] == pytest.approx(cost, rel=1e-3)
     # so attention's time is its FLOPs at its own rate: attention FLOPs x cost x s/FLOP
@@ -74,3 +75,16 @@ def test_16_bit_and_integer_matmuls_keep_the_engine_efficiency():
     row = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="int8")
     assert row["compute_dtype"] == "int8"
     assert row["seconds_per_flop"] * row["peak_flops_per_s"] * row["compute_efficiency"] == pytest.approx(1.0)
+
+
+def test_an_fp8_cache_without_an_fp8_rate_attends_at_the_16_bit_share():
+    # A100 has no fp8 tensor rate: attention over an fp8 cache runs at its bf16 312 TFLOP/s with the
+    # 16-bit share (1), as over a bf16 cache; on H100 at 1,979 x f8 against the matmuls' 989:
+    # cost = 989 / (1,979 f8)
+    a100 = estimate_row(
+        "default", gpu="a100-80gb-sxm", model=QWEN32, precision="bf16", kv_precision="fp8", engine="sglang"
+    )
+    assert not a100["fp8_rate"] and a100["attention_flop_cost"] == 1.0
+    h100 = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="bf16", kv_precision="fp8", engine="sglang")
+    assert h100["fp8_rate"]
+    assert h100["attention_flop_cost"] == pytest.approx(989 / (1979 * h100["fp8_gemm_efficiency"]), rel=1e-12)

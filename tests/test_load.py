@@ -16,6 +16,7 @@ from .conftest import ROOT, estimate_row, estimate_rows
 EXAMPLES = sorted((ROOT / "sweeps").glob("*.yaml"))
 L31_8B, L31_70B = "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"
 MIXTRAL, GEMMA2 = "mistralai/Mixtral-8x7B-v0.1", "google/gemma-2-9b"
+R1 = "deepseek-ai/DeepSeek-R1"
 
 
 # -- a replica with round numbers, for hand-derived cases -----------------------------------------------------------
@@ -433,3 +434,40 @@ def test_a_prompt_under_load_never_gets_its_first_token_sooner_than_alone():
     frame = pl.DataFrame([r for r in rows if r["batch"] == 1])
     opened_ttft = [opened(frame, lam)["ttft_s"] for lam in (0.001, 5.0, 20.0, 60.0)]
     assert opened_ttft == sorted(opened_ttft) and opened_ttft[0] >= rows[0]["prefill_s"] * (1 - 1e-9)
+
+
+def test_prefill_fraction_is_each_groups_share_of_time_on_prompts():
+    # steady mode (burst_share 0), the C = 8 case above: X = 8 / R = 8 / 2.1977 = 3.640 requests/s,
+    # each prompt adding p_mix = p = 0.1 s (compute-bound): 0.3640 of the replica's time
+    steady = closed(toy(batch=8))
+    assert steady["prefill_fraction"] == pytest.approx(8 / steady["request_latency_s"] * 0.1, rel=1e-12)
+    assert steady["prefill_fraction"] == pytest.approx(0.3640, rel=1e-3)
+    # a wave (burst_share 1): R_w = n p + k t(n) = 0.8 + 100 x 0.014 = 2.2 s, 8 / 2.2 x 0.1 = 0.36364
+    assert closed(toy(batch=8, burst_share=1.0))["prefill_fraction"] == pytest.approx(0.8 / 2.2, rel=1e-12)
+    # clients beyond the slots wait outside: the replica serves the same requests/s, so the same share
+    # (it was n / C times too small when divided by the latency including the wait)
+    assert closed(toy(batch=16, max_batch=8))["prefill_fraction"] == pytest.approx(
+        closed(toy(batch=8, max_batch=8))["prefill_fraction"], rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(("tp", "dp"), [(1, 8), (8, 1)])
+def test_prefill_fraction_agrees_with_the_open_loop_at_the_same_rate(tp, dp):
+    # DeepSeek-R1 fp8 on 8 B200s at 256 clients (ideal: no waves): the closed loop's share of each
+    # attention group's time on prompts is the open loop's at the request rate the closed loop serves,
+    # u = lambda p_mix / dp_attention; with 8 attention groups it is not 8 times the group's share
+    row = estimate_row(
+        gpu="b200",
+        model=R1,
+        precision="fp8",
+        tp=tp,
+        ep=8,
+        dp_attention=dp,
+        batch=256,
+        input_tokens=1024,
+        output_tokens=1024,
+    )
+    rate = row["requests_per_s_per_replica"]
+    opened_row = load.open_loop(pl.LazyFrame([row]), pl.lit(rate)).collect().row(0, named=True)
+    assert 0 < row["prefill_fraction"] < 1
+    assert row["prefill_fraction"] == pytest.approx(opened_row["prefill_fraction"], rel=1e-9)

@@ -65,6 +65,31 @@ def test_the_prompt_share_of_the_hour_is_the_operating_points():
     assert hour == pytest.approx(row["usd_per_hour"], rel=1e-12)
 
 
+@pytest.mark.parametrize(("tokens_in", "tokens_out"), [(0, 256), (1024, 0)])
+def test_without_prompt_or_output_the_other_tokens_pay_the_hour(tokens_in, tokens_out):
+    # an empty prompt still costs its first forward pass (prefill_fraction > 0), but there are no
+    # input tokens to charge it to: the decode tokens pay the whole hour; with no output tokens the
+    # input tokens do, and there is no cost per output token (null, not infinite)
+    est = estimate_row(
+        "default",
+        gpu="h100-sxm",
+        model="meta-llama/Llama-3.1-8B",
+        batch=32,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+    )
+    est = pl.LazyFrame([est]).with_columns(pl.col("gpu").cast(pl.Categorical))
+    row = plan.add_plan_columns(est, inputs()).collect().row(0, named=True)
+    per_hour = row["requests_per_s_per_replica"] * 3600 / 1e6
+    if tokens_in == 0:
+        assert row["prefill_fraction"] > 0 and row["usd_per_million_input_tokens"] is None
+        paid = row["usd_per_million_decode_tokens"] * tokens_out * per_hour
+    else:
+        assert row["usd_per_million_decode_tokens"] is None and row["usd_per_million_output_tokens"] is None
+        paid = row["usd_per_million_input_tokens"] * tokens_in * per_hour
+    assert paid == pytest.approx(row["usd_per_hour"], rel=1e-12)
+
+
 def test_rented_cost_per_million_tokens():
     row = plan.add_plan_columns(frame(), inputs()).collect().row(0, named=True)
     # 2 GPUs x $2.50 = $5.00 per hour; 1,000 tok/s x 3,600 s = 3.6 M tokens per hour -> $1.3889 per M

@@ -324,7 +324,8 @@ def test_method_shows_the_values_in_force_per_engine_and_gpu(example, plan_rows)
         row = plan_rows.filter(pl.col("gpu") == gpu).row(0, named=True)
         line = (
             f"| vllm | {gpu} ({family}) | {bandwidth} GB/s | {f_num(row['bandwidth_efficiency'])} | "
-            f"{f_num(row['compute_efficiency'])} | {f_seconds(row['step_overhead_s'])} |"
+            f"{f_num(row['compute_efficiency'])} | {f_num(row['fp8_gemm_efficiency'])} · "
+            f"{f_num(row['fp4_gemm_efficiency'])} | {f_seconds(row['step_overhead_s'])} |"
         )
         assert line in md
     top = manifest["profile"]["defaults"]["bandwidth_efficiency"]

@@ -78,7 +78,7 @@ def attention_flop_cost() -> pl.Expr:
     weights over an fp8 cache 2,250 / 4,500 = 0.5. Each rate counts at the share of it its kernels
     reach (dtype_efficiency): (F x f_weights) / (F_attn x f_attn), the ratios above in `ideal`."""
     rate = pl.when(c.fp8_attention).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
-    share = pl.when(c.fp8_attention).then(c.fp8_gemm_efficiency).otherwise(1.0)
+    share = pl.when(c.fp8_attention & c.fp8_rate).then(c.fp8_gemm_efficiency).otherwise(1.0)
     return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * share)
 
 

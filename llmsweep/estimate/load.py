@@ -273,7 +273,10 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        Little R = C / X and each request waits R - R_n for a slot before its prefill.
 
     Then TTFT = R - D, tpot_s = ITL = D / k, requests/s = C / R, output tokens/s = X S_out and
-    tokens/s per user = S_out / R = output tokens/s / C: Little's law holds exactly. At C = 1:
+    tokens/s per user = S_out / R = output tokens/s / C: Little's law holds exactly; the share of
+    each attention group's time on prompts, prefill_fraction = (C / R) ((1 - beta) p_l + beta u) /
+    dp_attention, with p_l what a prompt adds in the steady mode (p_mix riding in decode steps, p
+    alone) and u its share of a wave's chunk. At C = 1:
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
     queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); in a wave,
@@ -365,7 +368,12 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
             ttft_wait_s=c.ttft_s - p,
             requests_per_s_per_replica=conc / c.request_latency_s,
             decode_tokens_per_s_per_seq=c.output_tokens / c.request_latency_s,
-            prefill_fraction=n * pl.col("_pl") / c.request_latency_s,
+            # each attention group's share of time on prompts: its requests/s x what a prompt
+            # adds, p_mix in the steady mode, u in a wave
+            prefill_fraction=conc
+            / c.request_latency_s
+            * ((1 - beta) * pl.col("_pl") + beta * pl.col("_unit"))
+            / c.dp_attention,
         )
         .with_columns(output_tokens_per_s=c.decode_tokens_per_s_per_seq * conc)
     )

@@ -51,8 +51,9 @@ def prompt_share(busy: pl.Expr, modes_known: bool = True) -> pl.Expr:
     prefill_pool_gpus / gpus (its GPUs do nothing else, busy or not); an aggregated replica's time
     spent prefilling at the operating point, `busy` (the loaded model's prefill_fraction: each
     prompt charged what it adds to the iterations it rides in, p_mix, or p when it runs alone;
-    estimate/load.py), at most 1."""
-    prompts = busy.clip(0.0, 1.0)
+    estimate/load.py), at most 1. Without a prompt the share is 0, without output tokens 1: the
+    hour is paid by the tokens there are."""
+    prompts = pl.when(c.input_tokens == 0).then(0.0).when(c.output_tokens == 0).then(1.0).otherwise(busy.clip(0.0, 1.0))
     if not modes_known:  # a frame without serving-mode columns is aggregated
         return prompts
     pool = c.prefill_pool_gpus.cast(pl.Float64) / c.gpus
@@ -69,7 +70,7 @@ def token_costs(rate: pl.Expr, busy: pl.Expr, modes_known: bool = True) -> dict[
     share = prompt_share(busy, modes_known)
     per_hour = rate * 3600 / 1e6  # millions of requests an hour
     return {
-        "usd_per_million_output_tokens": hour / (per_hour * c.output_tokens),
+        "usd_per_million_output_tokens": pl.when(c.output_tokens > 0).then(hour / (per_hour * c.output_tokens)),
         "usd_per_million_input_tokens": pl.when(c.input_tokens > 0).then(hour * share / (per_hour * c.input_tokens)),
         "usd_per_million_decode_tokens": pl.when(c.output_tokens > 0).then(
             hour * (1 - share) / (per_hour * c.output_tokens)
