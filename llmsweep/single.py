@@ -88,6 +88,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "bound",
         "bandwidth_efficiency",
         "compute_efficiency",
+        "fp8_gemm_efficiency",
+        "fp4_gemm_efficiency",
     ),
     "Cost (an example cloud price; a sweep's costs take your own)": (
         "usd_per_gpu_hour",
