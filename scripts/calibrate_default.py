@@ -110,6 +110,17 @@ def tables(frame: pl.DataFrame, moe: set[str]) -> str:
     return "\n\n".join(parts)
 
 
+def cell(rows: pl.DataFrame, selector: pl.Expr, counted: bool = False) -> str:
+    """Median |ratio - 1| and median ratio of the rows `selector` picks (with their number when
+    `counted`), or a dash when there are none."""
+    part = rows.filter(selector & pl.col("ratio").is_not_null())
+    if not part.height:
+        return "–"
+    errors = (part["ratio"] - 1).abs()
+    count = f", {part.height}" if counted else ""
+    return f"{errors.median():.0%} ({part['ratio'].median():.2f}{count})"
+
+
 def headline(frames: dict[str, pl.DataFrame], moe: set[str]) -> str:
     """Median |error| (and median ratio) of TPOT and TTFT per validation, overall, MoE and SGLang."""
     lines = [
@@ -117,23 +128,11 @@ def headline(frames: dict[str, pl.DataFrame], moe: set[str]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for title, frame in frames.items():
-        rows = loaded(frame, moe).with_columns(err=(pl.col("ratio") - 1).abs())
-
-        def cell(selector: pl.Expr, rows: pl.DataFrame = rows) -> str:
-            part = rows.filter(selector)
-            if not part.height:
-                return "–"
-            return f"{part['err'].median():.0%} ({part['ratio'].median():.2f})"
-
+        rows = loaded(frame, moe)
         tpot, ttft = pl.col("metric") == "tpot_ms", pl.col("metric") == "ttft_ms"
         is_moe = pl.col("model").is_in(list(moe))
-        cells = [
-            cell(tpot),
-            cell(ttft),
-            cell(tpot & is_moe),
-            cell(ttft & is_moe),
-            cell(tpot & (pl.col("engine") == "sglang")),
-        ]
+        selectors = [tpot, ttft, tpot & is_moe, ttft & is_moe, tpot & (pl.col("engine") == "sglang")]
+        cells = [cell(rows, s) for s in selectors]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -144,9 +143,7 @@ CONCURRENCY_BANDS = ((1, 8), (9, 32), (33, 1_000_000))
 def by_concurrency(frame: pl.DataFrame, moe: set[str]) -> str:
     """Median |error| (median ratio, rows) of TPOT and of each engine's TTFT per band of client
     concurrency: where the operating-point model is optimistic and where pessimistic."""
-    rows = loaded(frame, moe).with_columns(
-        err=(pl.col("ratio") - 1).abs(), clients=pl.col("batch").cast(pl.Int64, strict=False)
-    )
+    rows = loaded(frame, moe).with_columns(clients=pl.col("batch").cast(pl.Int64, strict=False))
     engines = sorted(rows.filter(pl.col("metric") == "ttft_ms")["engine"].unique())
     lines = [
         "| clients | TPOT | TTFT | " + " | ".join(f"{e} TTFT" for e in engines) + " |",
@@ -154,16 +151,9 @@ def by_concurrency(frame: pl.DataFrame, moe: set[str]) -> str:
     ]
     for lo, hi in CONCURRENCY_BANDS:
         band = rows.filter(pl.col("clients").is_between(lo, hi))
-
-        def cell(selector: pl.Expr, band: pl.DataFrame = band) -> str:
-            part = band.filter(selector)
-            if not part.height:
-                return "–"
-            return f"{part['err'].median():.0%} ({part['ratio'].median():.2f}, {part.height})"
-
         ttft = pl.col("metric") == "ttft_ms"
-        cells = [cell(pl.col("metric") == "tpot_ms"), cell(ttft)]
-        cells += [cell(ttft & (pl.col("engine") == e)) for e in engines]
+        selectors = [pl.col("metric") == "tpot_ms", ttft, *(ttft & (pl.col("engine") == e) for e in engines)]
+        cells = [cell(band, s, counted=True) for s in selectors]
         label = f"{lo}-{hi}" if hi < 1_000_000 else f"{lo} or more"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -177,21 +167,15 @@ def serving_table(frames: dict[str, pl.DataFrame]) -> str:
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for title, frame in frames.items():
-        rows = frame.filter(pl.col("serving") != "aggregated").with_columns(err=(pl.col("ratio") - 1).abs())
-
-        def cell(selector: pl.Expr, rows: pl.DataFrame = rows) -> str:
-            part = rows.filter(selector & pl.col("ratio").is_not_null())
-            if not part.height:
-                return "–"
-            return f"{part['err'].median():.0%} ({part['ratio'].median():.2f}, {part.height})"
-
+        rows = frame.filter(pl.col("serving") != "aggregated")
         disagg, mtp = pl.col("serving") == "disaggregated", pl.col("serving").str.ends_with("MTP")
-        cells = [
-            cell(disagg & (pl.col("metric") == "tpot_ms")),
-            cell(disagg & (pl.col("metric") == "ttft_ms")),
-            cell(mtp & (pl.col("metric") == "tpot_ms")),
-            cell(pl.col("serving").str.starts_with("disagg") & (pl.col("metric") == "output_throughput_tok_s")),
+        selectors = [
+            disagg & (pl.col("metric") == "tpot_ms"),
+            disagg & (pl.col("metric") == "ttft_ms"),
+            mtp & (pl.col("metric") == "tpot_ms"),
+            pl.col("serving").str.starts_with("disagg") & (pl.col("metric") == "output_throughput_tok_s"),
         ]
+        cells = [cell(rows, s, counted=True) for s in selectors]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
