@@ -433,6 +433,13 @@ times ÷ factor):
   than its bf16 ones, part of the slow B300 prefill above, and apply on every GPU (SGLang has no
   fp8 rows on Hopper); TensorRT-LLM has no aggregated fp4 rows, so its fp4 share is the shared one.
   A newer engine release may reach more: calibrate on its own results.
+- **MoE prompts on vLLM and TensorRT-LLM** prefill slower per FLOP than the same engine's dense ones
+  (vLLM's MiniMax-M2.5 8k-token prompts on one B300 reach about 15 % of the fp8 peak); each
+  engine's compute efficiency averages the two. A per-engine share for the experts' grouped GEMMs
+  fitted to 0.16 (vLLM) and 0.28 (TensorRT-LLM) and brought TTFT leaving one model out to 28 %, but
+  vLLM's B300 rows are all MoE, so that share and vLLM's Blackwell compute efficiency could not be
+  told apart (the latter ran to its bound, 0.95, which a dense model on vLLM Blackwell would then
+  be estimated at); it was left out. A shared share fitted to 0.98.
 - **Lengths not stated** by a source are assumed (256 tokens) and noted per row.
 - **Disaggregated TTFT.** The disaggregated deployments measured (Dynamo with TensorRT-LLM 0.8 and
   SGLang 0.5.8, InferenceX and aiconfigurator) report 0.3-14 s TTFT where prefill, KV transfer and
