@@ -68,7 +68,7 @@ def seconds_per_flop() -> pl.Expr:
 
 
 def attention_flop_cost() -> pl.Expr:
-    """F / F_attn: what one attention FLOP costs in FLOPs at the matmuls' rate. The weight GEMMs
+    """What one attention FLOP costs in FLOPs at the matmuls' rate, F / F_attn in `ideal`. The weight GEMMs
     run at the weights' compute dtype (fp8, fp4); attention multiplies activations by the KV
     cache, in the 16-bit activation dtype (FlashAttention-2/3, FlashInfer, FlashMLA in bf16; an int8
     or GGUF cache is dequantised to it) or, over an fp8 or fp4 cache (fp8_attention), at the fp8
@@ -78,8 +78,9 @@ def attention_flop_cost() -> pl.Expr:
     weights over an fp8 cache 2,250 / 4,500 = 0.5. Each rate counts at the share of it its kernels
     reach (dtype_efficiency): (F x f_weights) / (F_attn x f_attn), the ratios above in `ideal`."""
     rate = pl.when(c.fp8_attention).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
-    share = pl.when(c.fp8_attention & c.fp8_rate).then(c.fp8_gemm_efficiency).otherwise(1.0)
-    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * share)
+    # the fp8 rate where the GPU has one of its own; a 16-bit fallback (A100) keeps the 16-bit share
+    attention_dtype = pl.when(c.fp8_attention & c.fp8_rate).then(pl.lit("fp8")).otherwise(pl.lit("bf16"))
+    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * dtype_efficiency(attention_dtype))
 
 
 def seconds_per_byte() -> pl.Expr:
@@ -158,8 +159,9 @@ def prefill_flops() -> pl.Expr:
 
 
 def prefill_compute_s() -> pl.Expr:
-    """Prefill FLOPs at their rates: (2 P_a n + (attention + indexer) x F / F_attn) / (tp F eta_c),
-    the matmuls at the weights' dtype and attention at its own, 16-bit or fp8 (attention_flop_cost)."""
+    """Prefill FLOPs at their rates: (2 P_a n + (attention + indexer) x attention_flop_cost) x
+    seconds_per_flop, the matmuls at the weights' dtype and attention at its own, 16-bit or fp8, each
+    at its dtype's share of the peak."""
     linear = c.flops_per_token * c.prefill_new_tokens
     attention = (c.prefill_flops - linear) * c.attention_flop_cost
     return (linear + attention) * c.seconds_per_flop
@@ -218,8 +220,8 @@ def decode_flops_per_sequence() -> pl.Expr:
 
 
 def decode_compute_s_per_sequence() -> pl.Expr:
-    """One sequence's share of a step's compute time: (2 P_a + attention x F / F_attn) / (tp F eta_c),
-    attention at its own rate, 16-bit or fp8 (attention_flop_cost)."""
+    """One sequence's share of a step's compute time: (2 P_a + attention x attention_flop_cost) x
+    seconds_per_flop, attention at its own rate, 16-bit or fp8, each at its dtype's share."""
     attention = c.decode_flops_per_sequence - c.flops_per_token
     return (c.flops_per_token + attention * c.attention_flop_cost) * c.seconds_per_flop
 

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from llmsweep.spec.models import SweepSpec
     from llmsweep.spec.resolve import _Resolver
 
-# The same names as estimate/disaggregated.MODES and estimate/speculative.METHODS (a test keeps them equal).
-MODES = disaggregated.MODES  # declared where each is estimated
+# The serving modes and speculative methods are declared where each is estimated.
+MODES = disaggregated.MODES
 METHODS = speculative.METHODS
 # Tokens drafted per step when the sweep says none: MTP at its engine's default depth (None:
 # catalog/engines.MTP_DRAFT_TOKENS, SGLang and TensorRT-LLM 3, vLLM 1; DeepSeek-V3 trains one MTP
