@@ -338,7 +338,8 @@ per-layer and per-MoE-layer overheads, the MoE routing traffic (`routed_activati
 share of the compute efficiency fp8 and fp4 matmuls reach (`fp8_gemm_efficiency`,
 `fp4_gemm_efficiency`) shared by every row, then bandwidth efficiency per GPU family
 (8 rows or more), then, per serving engine with 8 rows or more, its own bandwidth and compute
-efficiency and fp8 and fp4 shares, per-step and per-request overhead, and per engine x GPU family
+efficiency, per-step and per-request overhead and, where one of its models is measured at two
+dtypes on one GPU family, its fp8 or fp4 share, and per engine x GPU family
 its own bandwidth and compute efficiency. Each level is pulled towards the level above it by a
 prior worth 8 rows, so a value
 backed by few rows stays close to its parent and no engine's rows set another engine's efficiency
@@ -426,12 +427,15 @@ times ÷ factor):
 - **Attention dtype.** Attention runs at the 16-bit rate, or at the fp8 rate over an 8-bit cache
   (FlashMLA, TensorRT-LLM's and FlashAttention-3's fp8 kernels). Which kernel an engine picks for a
   given cache is a default that the measured files do not state.
-- **fp8 and fp4 matmuls** reach a share of their 2x and 4x higher peaks that is fitted per engine,
-  fp8 / fp4: {low_precision}
-  (an engine without rows uses the shared {shared.fp8_gemm_efficiency:.2f} / {shared.fp4_gemm_efficiency:.2f}).
-  SGLang's low values come from its B300 rows alone, whose fp8 and fp4 prompts are not much faster
-  than its bf16 ones, part of the slow B300 prefill above, and apply on every GPU (SGLang has no
-  fp8 rows on Hopper); TensorRT-LLM has no aggregated fp4 rows, so its fp4 share is the shared one.
+- **fp8 and fp4 matmuls** reach a share of their 2x and 4x higher peaks, fp8 / fp4: {low_precision}
+  (shared: {shared.fp8_gemm_efficiency:.2f} / {shared.fp4_gemm_efficiency:.2f}). An engine gets its own
+  share only where one of its models is measured at that dtype and at another on one GPU family:
+  with one dtype per model the share absorbs whatever else makes that model slow (fitted per engine
+  regardless, TensorRT-LLM's fp8 share fell from 0.92 to 0.53 when Qwen3-32B was left out, to slow
+  its fp8 MoE prompts, and Qwen3-32B's TTFT came out 1.5-2.2x measured: TTFT leaving one model out
+  was 33 %, now 29 %). SGLang's low values come from its B300 Qwen3.5-397B and DeepSeek rows, whose
+  fp8 and fp4 prompts are not much faster than its bf16 ones, part of the slow B300 prefill above,
+  and apply on every GPU; TensorRT-LLM has neither, so it uses the shared shares.
   A newer engine release may reach more: calibrate on its own results.
 - **MoE prompts on vLLM and TensorRT-LLM** prefill slower per FLOP than the same engine's dense ones
   (vLLM's MiniMax-M2.5 8k-token prompts on one B300 reach about 15 % of the fp8 peak); each

@@ -120,3 +120,35 @@ def test_a_fold_that_fails_stops_the_others_waiting(dev, catalog):
 
     with pytest.raises(cal.LlmsweepError, match="fold failed"):
         fitting._side_by_side([lambda: cal.fit(dev, start, list(range(len(dev.measurements)))), broken])
+
+
+@pytest.fixture
+def loaded(catalog):
+    measured, _ = cal.read_measurements(DATA / "measured-load-dev.csv", catalog)
+    return measured
+
+
+def engine_rows(ms, engine: str, model: str = "") -> list:
+    return [m for m in ms if m.engine == engine and model in m.model]
+
+
+def test_a_dtype_share_is_fitted_only_where_a_model_is_measured_at_two_dtypes(loaded, catalog):
+    """An engine's fp8 or fp4 share is told apart from the model's own kernels only by one model at
+    two dtypes on one GPU family: SGLang's Qwen3.5-397B runs in bf16, fp8 and nvfp4 on B300, so both
+    shares are fitted; every TensorRT-LLM model of the file has one dtype (Qwen3-32B and
+    Qwen3-235B-A22B fp8, Llama-3.1-8B bf16), so neither is."""
+    start = catalog.profile("literature")
+    rest = tuple(n for n in fitting.ENGINE_PARAMS if n not in ("fp8_gemm_efficiency", "fp4_gemm_efficiency"))
+
+    def names(ms):
+        return fitting.identified(cal.Evaluator.build(ms, start, catalog))
+
+    assert names(engine_rows(loaded, "sglang")) == fitting.ENGINE_PARAMS
+    assert names(engine_rows(loaded, "trtllm")) == rest
+    # the same Qwen3-32B rows, also measured in bf16: the fp8 share is now fitted, the fp4 one not
+    qwen = engine_rows(loaded, "trtllm", "Qwen3-32B")
+    both = qwen + [replace(m, precision="bf16") for m in qwen]
+    assert names(both) == (*rest[:2], "fp8_gemm_efficiency", *rest[2:])
+    # fp8 on H100 and bf16 on A100 are two GPU families: nothing tells the share from the GPU
+    a100 = [replace(m, precision="bf16", gpu="a100-80gb-sxm") for m in qwen]
+    assert names(qwen + a100) == rest

@@ -313,9 +313,9 @@ SHARED_PARAMS = (
 FAMILY_PARAMS = ("bandwidth_efficiency",)
 # Per engine (issue: one engine's rows must never set another engine's efficiency): each engine with
 # enough rows gets its own bandwidth and compute efficiency, the share of it its fp8 and fp4 matmul
-# kernels reach (estimate/compute.py dtype_efficiency: SGLang's fp8 and fp4 GEMMs on B300 reach about
-# half of its bf16 efficiency, vLLM's and TensorRT-LLM's nearly all), and per-step and per-request
-# overhead, pulled towards the shared values, then each engine x GPU family its own bandwidth and
+# kernels reach where its rows tell it apart (estimate/compute.py dtype_efficiency; `identified`:
+# SGLang's fp8 and fp4 GEMMs on B300 reach about half of its bf16 efficiency), and per-step and
+# per-request overhead, pulled towards the shared values, then each engine x GPU family its own bandwidth and
 # compute efficiency, pulled towards the engine's. The pull is a prior worth PRIOR_ROWS rows: strong
 # for a few rows, weak for many.
 ENGINE_PARAMS = (
@@ -404,15 +404,33 @@ def _shrunk(
     )
 
 
+DTYPE_SHARES = {"fp8": "fp8_gemm_efficiency", "fp4": "fp4_gemm_efficiency"}
+
+
+def identified(ev: Evaluator) -> tuple[str, ...]:
+    """The ENGINE_PARAMS these rows can fit: all but the dtype shares no model tells apart from its
+    own kernels. A share is fitted only where one model on one GPU family is measured at its dtype
+    and at another (SGLang's Qwen3.5-397B in bf16, fp8 and nvfp4 on B300): with one dtype per model
+    it would absorb whatever else makes that model slow. Leaving Qwen3-32B out, TensorRT-LLM's fp8
+    share fell from 0.92 to 0.53 to slow its fp8 MoE prompts (Qwen3-235B-A22B), and its Qwen3-32B
+    TTFT came out 1.5-2.2x measured."""
+    pairs = ev.base.group_by("model", "gpu_family").agg(pl.col("compute_dtype").cast(pl.String).unique())
+    contrasted = {d for dtypes in pairs["compute_dtype"].to_list() if len(dtypes) > 1 for d in dtypes}
+    unknown = {share for dtype, share in DTYPE_SHARES.items() if dtype not in contrasted}
+    return tuple(n for n in ENGINE_PARAMS if n not in unknown)
+
+
 def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:
-    """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS), then each
+    """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS, the dtype
+    shares only where `identified`), then each
     of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent.
     An engine's rows depend on its own values only: the engines are fitted at once, then every
     engine x family."""
     engines, families = train.engines, train.families
     rows = {e: [i for i, x in enumerate(engines) if x == e] for e in sorted(set(engines) - {"generic"})}
     fitted = [e for e, r in rows.items() if len(r) >= MIN_FAMILY_ROWS]
-    problems = [_shrunk(train.subset(rows[e]), profile, e, "", ENGINE_PARAMS, init) for e in fitted]
+    subsets = {e: train.subset(rows[e]) for e in fitted}
+    problems = [_shrunk(subsets[e], profile, e, "", identified(subsets[e]), init) for e in fitted]
     for engine, values in zip(fitted, _minimise(problems), strict=True):
         profile = _with(profile, {}, {"": values}, engine=engine)
     pairs = {
