@@ -443,7 +443,12 @@ times ÷ factor):
   fitted to 0.16 (vLLM) and 0.28 (TensorRT-LLM) and brought TTFT leaving one model out to 28 %, but
   vLLM's B300 rows are all MoE, so that share and vLLM's Blackwell compute efficiency could not be
   told apart (the latter ran to its bound, 0.95, which a dense model on vLLM Blackwell would then
-  be estimated at); it was left out. A shared share fitted to 0.98.
+  be estimated at); it was left out. Tried again with the fp8 and fp4 shares fitted only where
+  identified (above) and the engine x family compute efficiency only where the family has dense
+  rows (so that degeneracy cannot arise): vLLM's share stayed at 0.16 (an expert FLOP 6x a dense
+  one), TTFT leaving one model out 28 % against 29 %, leaving one GPU out 38 % against 37 %, and
+  vLLM's and the MoE rows' TTFT biases left 0.9-1.1 (1.12, 1.11): left out. Making the routing
+  traffic per engine instead was worse (31 %, 40 %). A shared share fitted to 0.98.
 - **Lengths not stated** by a source are assumed (256 tokens) and noted per row.
 - **Disaggregated TTFT.** The disaggregated deployments measured (Dynamo with TensorRT-LLM 0.8 and
   SGLang 0.5.8, InferenceX and aiconfigurator) report 0.3-14 s TTFT where prefill, KV transfer and
