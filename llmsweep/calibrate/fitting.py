@@ -315,9 +315,9 @@ FAMILY_PARAMS = ("bandwidth_efficiency",)
 # enough rows gets its own bandwidth and compute efficiency, the share of it its fp8 and fp4 matmul
 # kernels reach where its rows tell it apart (estimate/compute.py dtype_efficiency; `identified`:
 # SGLang's fp8 and fp4 GEMMs on B300 reach about half of its bf16 efficiency), and per-step and
-# per-request overhead, pulled towards the shared values, then each engine x GPU family its own bandwidth and
-# compute efficiency, pulled towards the engine's. The pull is a prior worth PRIOR_ROWS rows: strong
-# for a few rows, weak for many.
+# per-request overhead, pulled towards the shared values, then each engine x GPU family its own
+# bandwidth and compute efficiency, pulled towards the engine's. The pull is a prior worth
+# PRIOR_ROWS rows: strong for a few rows, weak for many.
 ENGINE_PARAMS = (
     "bandwidth_efficiency",
     "compute_efficiency",
@@ -422,10 +422,9 @@ def identified(ev: Evaluator) -> tuple[str, ...]:
 
 def fit_engines(train: Evaluator, profile: Profile, init: Profile | None = None) -> Profile:
     """Each engine with at least MIN_FAMILY_ROWS rows: its own values (ENGINE_PARAMS, the dtype
-    shares only where `identified`), then each
-    of its GPU families with that many rows (ENGINE_FAMILY_PARAMS), each pulled towards its parent.
-    An engine's rows depend on its own values only: the engines are fitted at once, then every
-    engine x family."""
+    shares only where `identified`), then each of its GPU families with that many rows
+    (ENGINE_FAMILY_PARAMS), each pulled towards its parent. An engine's rows depend on its own
+    values only: the engines are fitted at once, then every engine x family."""
     engines, families = train.engines, train.families
     rows = {e: [i for i, x in enumerate(engines) if x == e] for e in sorted(set(engines) - {"generic"})}
     fitted = [e for e, r in rows.items() if len(r) >= MIN_FAMILY_ROWS]
