@@ -265,6 +265,13 @@ def decode_terms() -> dict[str, pl.Expr]:
     }
 
 
+def decode_step_s() -> pl.Expr:
+    """The bare decode step at batch = concurrency, no prefill: max(compute, memory) + communication
+    + MoE routing traffic + overhead (decode_terms)."""
+    roof = pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
+    return roof + c.decode_comm_s + c.decode_routing_s + c.decode_overhead_s
+
+
 def bound() -> pl.Expr:
     """The largest decode term names what limits the step (ties: memory, compute, communication)."""
     # the MoE routing traffic is memory traffic too

@@ -50,7 +50,7 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.columns import POOL_COLUMNS, c, text
-from llmsweep.estimate import load, parallel, speculative
+from llmsweep.estimate import compute, load, parallel, speculative
 from llmsweep.estimate.memory import kv_sequence_bytes
 from llmsweep.estimate.parallel import SCALE_OUT, SCALE_UP
 
@@ -274,10 +274,7 @@ def closed_loop(frame: pl.LazyFrame) -> pl.LazyFrame:
     busy = _busy_share(rho, x)
     first = c.request_overhead_s + c.handoff_overhead_s + c.kv_transfer_s + t_d + p
     out = lf.with_columns(
-        decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
-        + c.decode_comm_s
-        + c.decode_routing_s
-        + c.decode_overhead_s,
+        decode_step_s=compute.decode_step_s(),
         tpot_s=t_d / c.tokens_per_step,
         decode_batch=pl.max_horizontal((1 + (n - 1) * d / r) / y, 1.0),
         ttft_s=first + wait + slot,

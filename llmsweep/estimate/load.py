@@ -348,10 +348,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
 
     out = (
         lf.with_columns(
-            decode_step_s=pl.max_horizontal(c.decode_compute_s, c.decode_memory_s)
-            + c.decode_comm_s
-            + c.decode_routing_s
-            + c.decode_overhead_s,
+            decode_step_s=compute.decode_step_s(),
             tpot_s=itl / c.tokens_per_step,
             # the decode batch the solution implies: 1 + (n - 1) D / R spread, n in a wave
             decode_batch=(1 - beta) * (1 + pl.col("_b2")) + beta * n,
