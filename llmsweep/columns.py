@@ -340,6 +340,13 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("bandwidth_efficiency", F, "fraction", "eta_bw", "Share of peak bandwidth reached (profile)."),
         ("compute_efficiency", F, "fraction", "eta_c", "Share of peak FLOP/s reached (profile)."),
         (
+            "compute_scale",
+            F,
+            "ratio",
+            "Compute scale",
+            "The GPU family's matmul ceiling against the fitted families' (profile; scales eta_c; 1 = as those).",
+        ),
+        (
             "fp8_gemm_efficiency",
             F,
             "fraction",
@@ -1403,6 +1410,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "kwh_per_million_output_tokens",
     "bandwidth_efficiency",
     "compute_efficiency",
+    "compute_scale",
     "fp8_gemm_efficiency",
     "fp4_gemm_efficiency",
     "step_overhead_s",

@@ -38,6 +38,7 @@ of the bounds as literals (a test keeps them equal).
     gpus_per_node             1            1,024       GPUs
     launch_year               1990         2100        year
     efficiency                0.001        1           fraction    bandwidth / compute efficiency
+    scale                     0.1          2           ratio       compute_scale (a GPU family's matmul ceiling)
     overhead_s                0            10          s           per step / layer / all-reduce
     reserve_fraction          0            <1          fraction
     overhead_bytes            0            1e13        bytes       runtime / tp buffers
@@ -156,6 +157,7 @@ RANGES: dict[str, Range] = {
     "gpus_per_node": Range(1, 1024, "GPUs", integer=True),
     "launch_year": Range(1990, 2100, "year", integer=True),
     "efficiency": Range(0.001, 1, "fraction"),
+    "scale": Range(0.1, 2, "ratio"),
     "overhead_s": Range(0, 10, "s"),
     "reserve_fraction": Range(0, 1, "fraction", high_open=True),
     "overhead_bytes": Range(0, 1e13, "bytes"),

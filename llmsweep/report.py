@@ -503,6 +503,7 @@ def serving_info(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) -> 
 IN_FORCE = (
     "bandwidth_efficiency",
     "compute_efficiency",
+    "compute_scale",
     "fp8_gemm_efficiency",
     "fp4_gemm_efficiency",
     "step_overhead_s",
@@ -534,6 +535,7 @@ def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
             "family": (gpus.get(r["gpu"]) or {}).get("family", ""),
             "bandwidth_gbps": bandwidth(r["gpu"]),
             "max_running_requests": int(r.get("max_running_requests") or 0),
+            "compute_scale": r.get("compute_scale") or 1.0,
         }
         for r in rows.iter_rows(named=True)
     ]

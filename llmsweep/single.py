@@ -88,6 +88,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "bound",
         "bandwidth_efficiency",
         "compute_efficiency",
+        "compute_scale",
         "fp8_gemm_efficiency",
         "fp4_gemm_efficiency",
     ),

@@ -398,6 +398,13 @@ times ÷ factor):
   per-engine values capture the average difference; a new engine (leave one engine out above)
   gets the shared values and the largest errors. Calibrate on your own engine's results
   (`llmsweep calibrate FILE --fit`).
+- **No development row runs on AMD or Intel GPUs.** Their engines' values are those fitted on
+  NVIDIA GPUs, with the compute efficiency scaled by the family's measured matmul ceiling against
+  Blackwell's (`compute_scale`, from `literature`: CDNA 0.80, MI355X's best bf16 matmul reaching
+  62.6 % of AMD's peak against 78.1 % on B200/B300; Gaudi 0.87). That measurement ran without
+  ROCm's GEMM tuning (TunableOp off), which engines' tuned kernels may beat. Their bandwidth
+  efficiency is NVIDIA's: no attained-bandwidth measurement is published in the sources read.
+  Calibrate on your own results on these GPUs.
 - **SGLang on B300 (aiconfigurator's sample, SGLang 0.5.1 and nightlies).** DeepSeek, GLM-5 and
   Qwen3.5 prefill there 3-10 times slower than the same engine's H100 rows imply (8k-token
   DeepSeek prompts take 0.5-1.3 s on four GPUs, a few per cent of the FP8/FP4 peak): the fit gives

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llmsweep.catalog import load_catalog
+from llmsweep.errors import LlmsweepError
 
 from .conftest import estimate_row
 
@@ -88,3 +89,46 @@ def test_an_fp8_cache_without_an_fp8_rate_attends_at_the_16_bit_share():
     h100 = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="bf16", kv_precision="fp8", engine="sglang")
     assert h100["fp8_rate"]
     assert h100["attention_flop_cost"] == pytest.approx(989 / (1979 * h100["fp8_gemm_efficiency"]), rel=1e-12)
+
+
+# -- a GPU family's matmul ceiling (compute_scale) ------------------------------------------------------------------
+MI355X_BF16 = 2_500e12  # MI355X dense bf16 peak, AMD's figure (catalog/gpus.yaml)
+
+
+def test_a_family_without_data_gets_its_measured_matmul_ceiling():
+    # No development row runs on AMD: its compute comes from the engine's values fitted on NVIDIA
+    # GPUs, scaled by CDNA's matmul ceiling against theirs: MI355X's best bf16 matmul is 1,565 of
+    # 2,500 TFLOP/s (62.6 %), B300's and B200's 1,769 and 1,745 of 2,250 (78.1 % mean):
+    # 62.6 / 78.1 = 0.80 (catalog/profiles.yaml, `literature`, carried into `default`).
+    row = estimate_row("default", gpu="mi355x", model=QWEN32, precision="bf16", engine="sglang")
+    eta = load_catalog().profile("default").for_family("cdna", "sglang").compute_efficiency
+    assert row["compute_efficiency"] == eta and row["compute_scale"] == 0.8
+    # Qwen3-32B bf16 on one MI355X: 1 / (2,500e12 x eta_c x 0.8) s a FLOP
+    assert row["seconds_per_flop"] == pytest.approx(1 / (MI355X_BF16 * eta * 0.8), rel=1e-12)
+    # the families the fit saw keep theirs: 1
+    h100 = estimate_row("default", gpu="h100-sxm", model=QWEN32, precision="bf16", engine="sglang")
+    assert h100["compute_scale"] == 1.0
+    gaudi = estimate_row("default", gpu="gaudi3", model=QWEN32, precision="bf16", engine="vllm")
+    assert gaudi["compute_scale"] == 0.87  # Gaudi 3: 1,243 of 1,835 (67.7 %) / 78.1 %
+
+
+def test_ideal_has_no_matmul_ceiling():
+    row = estimate_row(gpu="mi355x", model=QWEN32, precision="bf16")
+    assert row["compute_scale"] == 1.0
+    assert row["seconds_per_flop"] == pytest.approx(1 / MI355X_BF16, rel=1e-12)
+
+
+def test_a_compute_scale_out_of_range_names_its_key(tmp_path, catalog):
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "description: x\ndefaults: {bandwidth_efficiency: 0.7, compute_efficiency: 0.6, step_overhead_s: 0,"
+        " layer_overhead_s: 0, allreduce_latency_s: 0, memory_reserve_fraction: 0.1,"
+        " runtime_overhead_bytes: 0, tp_buffer_bytes: 0, prefill_chunk_tokens: 8192}\n"
+        "families: {cdna: {compute_scale: 5}}\n"
+    )
+    with pytest.raises(LlmsweepError) as e:
+        catalog.profile(str(path))
+    assert str(e.value) == (
+        f"{path}: not a valid efficiency profile: families.cdna: compute_scale: Input should be less than or "
+        "equal to 2 (got 5.0)"
+    )

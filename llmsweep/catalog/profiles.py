@@ -41,6 +41,11 @@ class Efficiency(BaseModel):
 
     bandwidth_efficiency: typed("efficiency") = lim("efficiency")
     compute_efficiency: typed("efficiency") = lim("efficiency")
+    # A GPU family's matmul ceiling against the fitted families' (its best measured matmul's share of
+    # its datasheet peak over theirs): a hardware trait that scales every engine's compute_efficiency
+    # on it (estimate/compute.py seconds_per_flop); 1 = as the fitted families (and profiles written
+    # before it). Set per family in `literature` where a measurement is published (profiles.yaml).
+    compute_scale: typed("scale") = lim("scale", 1.0)
     # The share of compute_efficiency that matmuls at 8-bit and 4-bit floating point reach (their
     # datasheet peaks are 2x and 4x the 16-bit one, and kernels reach less of them): estimate/compute.py
     # dtype_efficiency; 1 = the plain roofline (and profiles written before them).

@@ -59,12 +59,14 @@ def dtype_efficiency(dtype: pl.Expr) -> pl.Expr:
 
 
 def seconds_per_flop() -> pl.Expr:
-    """1 / (tp x F x eta_c x f): compute time per FLOP of the weights' matmuls, split over the tp
-    GPUs of a stage, F the peak at the weights' compute dtype and f its dtype_efficiency. Example:
-    Qwen3-32B in fp8 on one H100 SXM (1,979 TFLOP/s) at eta_c 0.6 and f 0.75 computes
+    """1 / (tp x F x eta_c x s x f): compute time per FLOP of the weights' matmuls, split over the tp
+    GPUs of a stage, F the peak at the weights' compute dtype, s the GPU family's compute_scale (its
+    matmul ceiling against the fitted families'; 1 in `ideal`) and f its dtype_efficiency. Example:
+    Qwen3-32B in fp8 on one H100 SXM (1,979 TFLOP/s) at eta_c 0.6, s 1 and f 0.75 computes
     1,979e12 x 0.6 x 0.75 = 890.55e12 FLOP/s, 1.1229e-15 s a FLOP; in bf16 (989 TFLOP/s, f 1),
     593.4e12 FLOP/s, 1.6852e-15 s."""
-    return 1 / (c.tp * c.peak_flops_per_s * c.compute_efficiency * dtype_efficiency(c.compute_dtype))
+    rate = c.peak_flops_per_s * c.compute_efficiency * c.compute_scale * dtype_efficiency(c.compute_dtype)
+    return 1 / (c.tp * rate)
 
 
 def attention_flop_cost() -> pl.Expr:
