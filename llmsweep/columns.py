@@ -342,7 +342,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         (
             "compute_scale",
             F,
-            "ratio",
+            "",
             "Compute scale",
             "The GPU family's matmul ceiling against the fitted families' (profile; scales eta_c; 1 = as those).",
         ),
