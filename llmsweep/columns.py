@@ -517,7 +517,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             S,
             "",
             "EP link",
-            "Slowest link of the experts' dispatch/combine all-to-all (the tp x dp_attention GPUs); empty at ep 1.",
+            "Slowest link of the experts' dispatch/combine all-to-all (the tp x dp_attention GPUs); empty without "
+            "attention DP (the tp all-reduces carry the experts).",
         ),
         (
             "pp_link",

@@ -372,7 +372,10 @@ clients, whatever their length), at many it is too long; TPOT holds across the r
 Median absolute error (median ratio, rows) of measured-serving-dev.csv's rows with pool sizes (the
 aggregated DeepSeek-R1 rows with MTP among them). These rows are compared but fit only what the
 serving modes alone use (calibrate/serving.py): one shared MTP acceptance on the MTP rows' TPOT
-and each engine's hand-off overhead on its disaggregated TTFT rows; everything else comes from
+and each engine's hand-off overhead on its disaggregated TTFT rows; and, with the aggregated rows
+whose replica spans servers, the network's collective latency (`network_latency_s`,
+{shared.network_latency_s * 1e6:.0f} µs; calibrate/network.py), which only their decode steps pay (the H100
+deployments decode at tp 16 over two servers, 122 all-reduces a step); everything else comes from
 the aggregated rows. An MTP row drafts its engine's default number of tokens (SGLang 3, its
 auto_choose_speculative_params for DeepSeek-V3; TensorRT-LLM 3, an assumption from the rows' speed:
 catalog/engines.py), since the sources state none.
@@ -425,8 +428,11 @@ times ÷ factor):
   requests as fit" (vLLM's max-throughput benchmarks) are estimated at the memory limit, far above
   the concurrency those runs reached: they over-predict by 3-7×.
 - **Layouts across servers** (MiniMax-M2.5 on 16 H100s, two servers, ep 16) pay the expert
-  all-to-all over the NICs and the MoE routing traffic, but their TPOT is still 0.45-1.05 times the
-  measured one (median 0.82), falling with concurrency. A grouped-GEMM tile-fill term (each expert
+  all-to-all over the NICs, at the network latency fitted on the rows that decode across servers,
+  and the MoE routing traffic: their TPOT is 0.54-1.35 times the measured one (median 1.01),
+  falling with concurrency. Every such row is on H100 or B300 HGX servers, so leaving H100 out
+  leaves the latency at its prior (25 µs) and the disaggregated H100 rows' TPOT at 0.7 of measured
+  (the serving table's leave-one-GPU-out column). A grouped-GEMM tile-fill term (each expert
   a pass touches costing as if it had a further 128 tokens, Hockney's half-performance length) was
   tried and left out: it made the 1k-token MoE prompts too slow (in-sample MoE TTFT 26 % -> 30 %),
   and a free fit of it worsened the medians; so did a separate efficiency for the experts' grouped

@@ -79,6 +79,21 @@ def test_expert_all_to_all():
     assert r1(tp=8, ep=1, batch=64)["expert_link"] is None  # tp 8 alone: the all-reduces carry the experts
 
 
+def test_expert_parallelism_inside_the_tp_group_needs_no_all_to_all():
+    # tp 8 x ep 8, no attention DP: after attention every GPU holds all 64 tokens, runs those routed
+    # to its 32 experts, and the MLP's all-reduce sums the outputs (vLLM's FusedMoE uses all-to-all
+    # kernels only with data parallelism). Communication is the tp all-reduces alone, as at ep 1:
+    # 2 x 61 layers x 2 x 7/8 x 7,168 x 2 bytes = 3,060,736 bytes per token over 900 GB/s.
+    assert 2 * 61 * 2 * 7 / 8 * 7_168 * 2 == 3_060_736
+    inside = r1(tp=8, ep=8, batch=64)
+    assert inside["expert_link"] is None
+    assert inside["alltoall_fixed_s"] == 0.0 and inside["alltoall_s_per_token"] == 0.0
+    assert inside["decode_comm_s"] == pytest.approx(64 * 3_060_736 / 900e9, rel=1e-12)
+    assert inside["decode_comm_s"] == r1(tp=8, ep=1, batch=64)["decode_comm_s"]
+    # across attention groups the tokens differ: tp 1 x dp_attention 8 x ep 8 dispatches them
+    assert r1(tp=1, dp_attention=8, ep=8, batch=64)["alltoall_s_per_token"] > 0
+
+
 def test_the_busiest_expert_parallel_rank_sets_the_step():
     # Uniform routing, ideal profile. 64 tokens touch each expert with p = 1 - (1 - 8/256)^64 =
     # 0.868916; a rank of n = 256 / 8 = 32 experts touches n p +- sqrt(n p (1 - p)), and the busiest

@@ -21,6 +21,7 @@ import polars as pl
 from llmsweep.calibrate.bands import bands
 from llmsweep.calibrate.comparison import Evaluator, comparison_frame, evaluate_many
 from llmsweep.calibrate.measurement import Measurement, source_key
+from llmsweep.calibrate.network import fit_network
 from llmsweep.calibrate.serving import fit_serving
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.profiles import Efficiency, EngineOverrides
@@ -35,6 +36,7 @@ BOUNDS = {
     "moe_layer_overhead_s": (0.0, 0.0005),
     "routed_activation_passes": (0.0, 200.0),
     "request_overhead_s": (0.0, 0.5),
+    "network_latency_s": (0.0, 0.0005),
     # the serving modes' (calibrate/serving.py)
     "mtp_acceptance": (0.05, 0.95),
     "handoff_overhead_s": (0.0, 2.0),
@@ -48,6 +50,7 @@ SCALE = {
     "moe_layer_overhead_s": 0.00005,
     "routed_activation_passes": 40.0,
     "request_overhead_s": 0.01,
+    "network_latency_s": 0.000025,
     "handoff_overhead_s": 0.05,
 }
 MIN_FAMILY_ROWS = 8  # a GPU family gets its own efficiencies when it has this many fittable rows
@@ -339,7 +342,8 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
     the cross-validation folds start from the fit on every row, which changes where the search
     begins, not what it minimises). The families' fits are independent of one another (a row
     depends on its own family's values only), so they run at once; so do the engines'. Then what
-    only the serving modes use (calibrate/serving.py), on their own rows, everything else held."""
+    only the scale-out network's latency tells (calibrate/network.py) and what only the serving
+    modes use (calibrate/serving.py), on their own rows, everything else held."""
     serving = [i for i in rows if ev.measurements[i].serving_mode]
     rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
@@ -373,7 +377,8 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
         for fam in fitted
     ]
     profile = _with(profile, {}, dict(zip(fitted, _minimise(problems), strict=True)))
-    return fit_serving(ev, fit_engines(train, profile, init), serving, init)
+    profile = fit_network(ev, fit_engines(train, profile, init), sorted({*rows, *serving}), init)
+    return fit_serving(ev, profile, serving, init)
 
 
 def _shrunk(

@@ -13,7 +13,8 @@ from llmsweep.limits import field as lim
 REQUEST_OVERHEAD_S = 0.01
 BURST_SHARE = 0.2
 # alpha of a collective across the scale-out network (InfiniBand / RoCE), before any fit: see
-# catalog/profiles.yaml (`literature` sources). No development measurement crosses servers yet.
+# catalog/profiles.yaml (`literature` sources); `default` fits it on the rows that decode across
+# servers (calibrate/network.py).
 NETWORK_LATENCY_S = 2.5e-5
 # Serving modes (estimate/disaggregated.py, estimate/speculative.py), before any fit.
 # KV transfer between pools reaches this share of the link's bandwidth: the Mooncake transfer

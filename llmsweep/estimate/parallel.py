@@ -93,6 +93,19 @@ def expert_group_gpus() -> pl.Expr:
     return c.tp * c.dp_attention
 
 
+def dispatches_experts() -> pl.Expr:
+    """True where the MoE layers send tokens to their experts' GPUs (dispatch and combine
+    all-to-alls): expert parallelism across attention data-parallel groups, whose GPUs hold
+    different tokens. Expert parallelism inside the tensor-parallel group (dp_attention 1) needs
+    none: after attention every GPU of the group holds every token, each runs the tokens routed
+    to its own experts, and the MLP's all-reduce sums their outputs. vLLM 0.33's FusedMoE uses
+    all-to-all kernels only with data, context or sequence parallelism
+    (FusedMoEParallelConfig.use_all2all_kernels); SGLang 0.5.23's DeepSeek MoE without a DeepEP
+    backend ends in post_experts_all_reduce (DeepseekV2MoE.forward_normal); TensorRT-LLM without
+    attention DP all-reduces too (not checked in its source)."""
+    return (c.ep > 1) & (c.dp_attention > 1)
+
+
 def gathers_experts() -> pl.Expr:
     """True where the MoE layers gather every attention group's tokens instead of dispatching them:
     attention data parallelism without expert parallelism (the experts tensor-split over all tp x
@@ -103,7 +116,7 @@ def gathers_experts() -> pl.Expr:
 def expert_link() -> pl.Expr:
     """Link of the experts' communication (null where there is none beyond the tp all-reduces):
     that of the tp x dp_attention GPUs of a stage."""
-    return pl.when((c.ep > 1) | gathers_experts()).then(link_kind(expert_group_gpus()))
+    return pl.when(dispatches_experts() | gathers_experts()).then(link_kind(expert_group_gpus()))
 
 
 def pp_network_boundaries() -> pl.Expr:
@@ -157,8 +170,8 @@ def expert_traffic() -> tuple[pl.Expr, pl.Expr]:
 def alltoall_fixed_s() -> pl.Expr:
     """Latency part of one forward pass's expert communication: a dispatch and a combine all-to-all
     per MoE layer (or, gathering, an all-gather and a reduce-scatter), 2 x L_moe x alpha (the
-    network's alpha when any destination is across it). Zero when ep = 1 without attention data
-    parallelism (experts split by tensor parallelism use the all-reduces)."""
+    network's alpha when any destination is across it). Zero without attention data parallelism
+    (experts split or placed within the tp group use its all-reduces: dispatches_experts)."""
     return pl.when(c.expert_link.is_not_null()).then(2 * c.moe_layers * link_latency(c.expert_link)).otherwise(0.0)
 
 
@@ -174,7 +187,8 @@ def alltoall_s_per_token() -> pl.Expr:
     over_network = pl.when(across > 0).then(across / c.scale_out_bandwidth_bytes_per_s).otherwise(0.0)
     inside_s = pl.when(inside > 0).then(inside / c.expert_link_bandwidth_bytes_per_s).otherwise(0.0)
     dispatch = volume * (inside_s + over_network)
-    return pl.when(c.ep > 1).then(dispatch).when(gathers_experts()).then(gather_s_per_token()).otherwise(0.0)
+    gather = gather_s_per_token()
+    return pl.when(dispatches_experts()).then(dispatch).when(gathers_experts()).then(gather).otherwise(0.0)
 
 
 def gather_s_per_token() -> pl.Expr:
@@ -271,8 +285,8 @@ def layout_reason() -> pl.Expr:
         ),
         ((c.tp > 1) & c.link_bandwidth_bytes_per_s.is_null(), "no known interconnect bandwidth for tp > 1"),
         (
-            (c.ep > 1) & c.expert_link_bandwidth_bytes_per_s.is_null() & (expert_traffic()[0] > 0),
-            "no known interconnect bandwidth for the experts' all-to-all (ep > 1)",
+            dispatches_experts() & c.expert_link_bandwidth_bytes_per_s.is_null() & (expert_traffic()[0] > 0),
+            "no known interconnect bandwidth for the experts' all-to-all (ep > 1 with dp_attention > 1)",
         ),
         (
             gathers_experts() & link_bandwidth(c.expert_link).is_null(),
