@@ -446,10 +446,11 @@ times ÷ factor):
   with one dtype per model the share absorbs whatever else makes that model slow (fitted per engine
   regardless, TensorRT-LLM's fp8 share fell from 0.92 to 0.53 when Qwen3-32B was left out, to slow
   its fp8 MoE prompts, and Qwen3-32B's TTFT came out 1.5-2.2x measured: TTFT leaving one model out
-  was 33 %, now 29 %). SGLang's low values come mostly from its B300 rows (Qwen3.5-397B in bf16,
-  fp8 and nvfp4, DeepSeek in fp8 and nvfp4), whose fp8 and fp4 prompts are not much faster than
-  its bf16 ones, part of the slow B300 prefill above, and apply on every GPU; no TensorRT-LLM
-  model is fitted at two dtypes, so it uses the shared shares.
+  was 33 %, now 29 %). SGLang's low values (its fp4 share at the fit's lower bound, 0.30) come
+  mostly from its B300 rows (Qwen3.5-397B in bf16, fp8 and nvfp4, DeepSeek in fp8 and nvfp4),
+  whose fp8 and fp4 prompts are not much faster than its bf16 ones, part of the slow B300 prefill
+  above, and apply on every GPU; no TensorRT-LLM model is fitted at two dtypes, so it uses the
+  shared shares.
   A newer engine release may reach more: calibrate on its own results.
 - **MoE prompts on vLLM and TensorRT-LLM** prefill slower per FLOP than the same engine's dense ones
   (vLLM's MiniMax-M2.5 8k-token prompts on one B300 reach about 15 % of the fp8 peak); each
