@@ -572,7 +572,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("window_fraction", F, "fraction", "", "Share of layers with a sliding window.", False),
         ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
         ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
-        ("seconds_per_flop", F, "s/FLOP", "", "1 / (tp x F x eta_c x f): f = the dtype's GEMM efficiency.", False),
+        (
+            "seconds_per_flop",
+            F,
+            "s/FLOP",
+            "",
+            "1 / (tp x F x eta_c x s x f): s = the family's compute_scale, f = the dtype's GEMM efficiency.",
+            False,
+        ),
         (
             "attention_flop_cost",
             F,
@@ -1481,7 +1488,13 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Attention DP", "dp_attention", "GPUs", description="Attention data-parallel groups (MoE)."),
     OptionColumn("Servers per replica", "servers_per_replica", "servers", description="Servers one replica spans."),
     OptionColumn("TP link", "tp_link", "", description="Link of the tp all-reduces (scale-up, pcie, scale-out)."),
-    OptionColumn("EP link", "expert_link", "", description="Slowest link of the expert all-to-all."),
+    OptionColumn(
+        "EP link",
+        "expert_link",
+        "",
+        description="Slowest link of the experts' all-to-all or gather across attention-DP groups (none: the tp "
+        "all-reduces carry the experts).",
+    ),
     OptionColumn("PP link", "pp_link", "", description="Slowest link a pipeline stage boundary crosses."),
     OptionColumn("Serving mode", "mode", "", description="aggregated, or disaggregated (a prefill and a decode pool)."),
     OptionColumn(

@@ -174,8 +174,9 @@ def f_layout(o: dict) -> str:
 def f_links(o: dict) -> str:
     """How many servers a replica spans and which link each collective uses (NVLink / Infinity
     Fabric, PCIe, the network), when it is more than NVLink inside one server ('' otherwise):
-    '2 servers per replica · tp NVLink/IF · pp network'."""
-    used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "ep"), ("pp_link", "pp"))}
+    '2 servers per replica · tp NVLink/IF · pp network' (`experts`: the dispatch or the gather
+    across attention-DP groups)."""
+    used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "experts"), ("pp_link", "pp"))}
     used = {name: kind for name, kind in used.items() if kind in LINK_NAMES}
     servers = o.get("servers_per_replica") or 1
     if servers <= 1 and all(kind == "scale-up" for kind in used.values()):

@@ -370,15 +370,16 @@ clients, whatever their length), at many it is too long; TPOT holds across the r
 ## Serving modes: disaggregated prefill/decode and MTP
 
 Median absolute error (median ratio, rows) of measured-serving-dev.csv's rows with pool sizes (the
-aggregated DeepSeek-R1 rows with MTP among them). These rows are compared but fit only what the
-serving modes alone use (calibrate/serving.py): one shared MTP acceptance on the MTP rows' TPOT
-and each engine's hand-off overhead on its disaggregated TTFT rows; and, with the aggregated rows
-whose replica spans servers, the network's collective latency (`network_latency_s`,
-{shared.network_latency_s * 1e6:.0f} µs; calibrate/network.py), which only their decode steps pay (the H100
-deployments decode at tp 16 over two servers, 122 all-reduces a step); everything else comes from
-the aggregated rows. An MTP row drafts its engine's default number of tokens (SGLang 3, its
-auto_choose_speculative_params for DeepSeek-V3; TensorRT-LLM 3, an assumption from the rows' speed:
-catalog/engines.py), since the sources state none.
+aggregated DeepSeek-R1 rows with MTP among them). These rows are compared; they fit what the
+serving modes alone use (calibrate/serving.py: one shared MTP acceptance on the MTP rows' TPOT,
+each engine's hand-off overhead on its disaggregated TTFT rows) and, with the aggregated rows
+whose replica spans servers, the network's collective latency that every layout across servers
+then uses (`network_latency_s`, {shared.network_latency_s * 1e6:.0f} µs; calibrate/network.py): only decode
+steps across servers pay it, and TensorRT-LLM's H100 deployments decode at tp 16 over two servers,
+122 all-reduces a step. Everything else comes from the aggregated rows. An MTP row drafts its
+engine's default number of tokens (SGLang 3, its auto_choose_speculative_params for DeepSeek-V3;
+TensorRT-LLM 3, an assumption from the rows' speed: catalog/engines.py), since the sources state
+none.
 
 {serving_table(validations)}
 

@@ -288,9 +288,15 @@ def test_inferencex_rows_are_compared_at_the_mean_lengths(catalog):
     )
     assert read.skipped == []
     assert by_id["S00001"].disaggregated and by_id["S00001"].prefill_workers is not None
+    # its pools state their layouts (5 decode workers of tp 4 x ep 4, 1 prefill worker of tp 1 x dp 2 x
+    # ep 2: 22 GPUs): num_gpus counts both pools, so no tp is chosen from it
+    s1 = by_id["S00001"]
+    assert (s1.tp, s1.ep, s1.dp_attention, s1.decode_workers, s1.num_gpus) == (4, 4, 1, 5, 22)
+    assert not s1.layout_chosen
     assert by_id["S00184"].draft_tokens == 3  # MTP on SGLang: its default of 3 drafted tokens (the source states none)
     frame = cal.compare(read.measurements, "default", catalog)
     assert frame["estimated"].is_not_null().all() and frame["replicas"].to_list() == [1] * 8
+    assert frame.filter(pl.col("id") == "S00001")["tp"].to_list() == [4]  # the decode worker's, as stated
 
 
 def test_lengths_stated_as_means(tmp_path, catalog):

@@ -511,3 +511,25 @@ def test_a_modes_report_fits_a_laptop_and_a_phone(modes, tmp_path, width):
     got = layout_in_browser(modes / "report.html", tmp_path, width)
     assert got["view"] == width and got["rendered"] > 0
     assert got["tables"] == [] and got["hidden"] == [] and got["charts"] == []
+
+
+def test_method_shows_a_familys_matmul_ceiling_next_to_the_engines_efficiency(tmp_path):
+    """On MI355X (CDNA, no development rows) vLLM's compute efficiency runs scaled by CDNA's measured
+    matmul ceiling, 0.8 (catalog/profiles.yaml): the table shows both factors, as η_c × s, where
+    H100's row (s = 1) shows η_c alone."""
+    from llmsweep.catalog import load_catalog
+    from llmsweep.report import f_num
+
+    sweep = tmp_path / "amd.yaml"
+    sweep.write_text(
+        "name: amd\ngrid:\n  gpu: [mi355x, h100-sxm]\n  model: [meta-llama/Llama-3.1-8B-Instruct]\n"
+        "  precision: [bf16]\n  engine: [vllm]\n  input_tokens: [1024]\n  output_tokens: [256]\n  batch: [1]\n"
+        "profile: default\nreport: {formats: [md]}\n"
+    )
+    pipeline.run(sweep, tmp_path / "out")
+    md = (tmp_path / "out" / "amd" / "report.md").read_text().split("## Method")[1]
+    profile = load_catalog().profile("default")
+    amd, nvidia = profile.for_family("cdna", "vllm"), profile.for_family("hopper", "vllm")
+    assert amd.compute_scale == 0.8 and nvidia.compute_scale == 1.0
+    assert f"| {f_num(amd.compute_efficiency)} × 0.8 |" in md.split("| vllm | mi355x (cdna) |")[1].splitlines()[0]
+    assert "×" not in md.split("| vllm | h100-sxm (hopper) |")[1].splitlines()[0]

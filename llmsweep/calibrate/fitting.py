@@ -347,7 +347,7 @@ def fit(ev: Evaluator, start: Profile, rows: list[int], init: Profile | None = N
     serving = [i for i in rows if ev.measurements[i].serving_mode]
     rows = [i for i in rows if ev.measurements[i].fittable]
     if not rows:
-        return fit_serving(ev, start, serving, init)
+        return fit_serving(ev, fit_network(ev, start, serving, init), serving, init)
     train = ev.subset(rows)
     origin = init or start
     (shared,) = _minimise(
@@ -407,6 +407,13 @@ def _shrunk(
         PRIOR_WEIGHT * PRIOR_ROWS / max(len(ev.measurements), 1),
         [getattr(origin.defaults if shared else origin.for_family(family, engine), n) for n in names],
     )
+
+
+def fit_shared(ev: Evaluator, profile: Profile, names: tuple[str, ...], init: Profile | None = None) -> Profile:
+    """`profile` with the shared values `names` fitted on every row of `ev`, everything else held,
+    each pulled towards its value in `profile` (_shrunk's prior)."""
+    (values,) = _minimise([_shrunk(ev, profile, "", "", names, init, True)])
+    return _with(profile, values, {})
 
 
 DTYPE_SHARES = {"fp8": "fp8_gemm_efficiency", "fp4": "fp4_gemm_efficiency"}

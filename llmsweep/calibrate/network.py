@@ -2,24 +2,25 @@
 collective across servers: estimate/parallel.py).
 
 Only a replica, or a disaggregated decode worker, that spans more GPUs than one server or NVLink
-domain pays it, and a decode step pays it on every layer: the H100 deployments of
-measured-serving-dev.csv that decode at tp 16 over two HGX servers (two all-reduces a layer, 122
-a step), and aggregated ones with attention data parallelism across servers (the experts'
-all-to-alls). So it is fitted on those rows' decode metrics alone, shared by every engine (it is
-the network's, as NCCL's small-message latency is), with everything else held and a prior
-towards its starting value (fitting._shrunk); the shared fit on every row leaves it where it
-starts, as the few rows that tell it are lost among those that do not.
+domain pays it: each of its decode steps pays it for every collective whose group crosses servers
+(tp 16 on two HGX servers: two all-reduces a layer, 122 a step for DeepSeek-R1; attention data
+parallelism across servers: the experts' all-to-alls; a pipeline: one send per stage boundary).
+Those rows are few (48 of the 2,487 development measurements: TensorRT-LLM's H100 deployments of
+measured-serving-dev.csv that decode at tp 16, and vLLM's MiniMax-M2.5 at tp 4 x dp_attention 4
+on 16 GPUs in measured-load-dev.csv), so it is fitted on their decode metrics alone,
+aggregated and disaggregated, shared by every engine (it is the network's, as NCCL's
+small-message latency is), with everything else held and a prior towards its starting value
+(fitting.fit_shared).
 """
 
 from __future__ import annotations
 
 from llmsweep.calibrate.comparison import Evaluator
 from llmsweep.calibrate.measurement import GROUPS
+from llmsweep.calibrate.serving import MIN_ROWS
 from llmsweep.catalog import Profile
 from llmsweep.columns import c
 from llmsweep.estimate import parallel
-
-MIN_ROWS = 8  # as fitting.MIN_FAMILY_ROWS: fewer rows leave the starting value
 
 
 def network_rows(ev: Evaluator, rows: list[int]) -> list[int]:
@@ -47,7 +48,4 @@ def fit_network(ev: Evaluator, profile: Profile, rows: list[int], init: Profile 
     picked = network_rows(ev, rows)
     if len(picked) < MIN_ROWS:
         return profile
-    (values,) = fitting._minimise(
-        [fitting._shrunk(ev.subset(picked), profile, "", "", ("network_latency_s",), init, True)]
-    )
-    return fitting._with(profile, values, {})
+    return fitting.fit_shared(ev.subset(picked), profile, ("network_latency_s",), init)

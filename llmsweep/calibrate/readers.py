@@ -309,7 +309,8 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         unit=unit,
         value=value,
         num_gpus=num_gpus,
-        layout_chosen=num_gpus is not None and not _text(row, "tp"),
+        # a row of pools states each pool's layout (its decode worker's tp); num_gpus counts both pools
+        layout_chosen=num_gpus is not None and not pools and not _text(row, "tp"),
         mode=_text(row, "mode"),
         speculative=_text(row, "speculative"),
         scenario=scenario,

@@ -2,7 +2,9 @@
 disaggregated request between the pools (estimate/speculative.py, estimate/disaggregated.py).
 
 Rows of those modes are compared like any other but are not fitted into the aggregated profile
-(Measurement.fittable): with every parameter the aggregated rows set held, the MTP rows' decode
+(Measurement.fittable), except for the network's latency, which the disaggregated rows that decode
+across servers tell with the aggregated ones (calibrate/network.py): with every parameter the
+aggregated rows set held, the MTP rows' decode
 metrics fit one shared `mtp_acceptance`, then each engine's disaggregated rows' TTFT fit its
 `handoff_overhead_s`, each pulled towards its starting value like every fitted value
 (fitting._shrunk's prior, worth PRIOR_ROWS rows). `kv_transfer_efficiency` stays at its prior:
@@ -47,10 +49,7 @@ def fit_serving(ev: Evaluator, profile: Profile, rows: list[int], init: Profile 
 
     mtp = mtp_rows(ev, rows)
     if len(mtp) >= MIN_ROWS:
-        (values,) = fitting._minimise(
-            [fitting._shrunk(ev.subset(mtp), profile, "", "", ("mtp_acceptance",), init, True)]
-        )
-        profile = fitting._with(profile, values, {})
+        profile = fitting.fit_shared(ev.subset(mtp), profile, ("mtp_acceptance",), init)
     engines = sorted({ev.measurements[i].engine for i in rows if ev.measurements[i].disaggregated})
     picked = {e: handoff_rows(ev, rows, e) for e in engines}
     fitted = [e for e in engines if len(picked[e]) >= MIN_ROWS]
