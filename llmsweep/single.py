@@ -99,6 +99,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "tokens_per_joule",
     ),
 }
+# Sections whose figures only a configuration that runs has (a layout that does not fit memory has
+# a prefill and a step to compute, but no operating point to serve or price)
+NEEDS_A_RUN = ("Serving at this concurrency", "Cost", "Disaggregated serving", "Speculative decoding")
 TWO_DECIMALS = {"tokens_per_step"}  # 1.85 tokens per step, not 1.9
 # The sections of a serving mode, shown only for a configuration in that mode (`Estimate.sections`),
 # each after the section named first.
@@ -167,18 +170,21 @@ class Estimate:
     def text(self) -> str:
         row = self.row
         lines = []
+        if row["reason"]:
+            lines.append(f"Does not run: {row['reason']}. Serving and cost figures need a configuration that runs.")
         for title, names in self.sections().items():
             lines.append(title)
+            if row["reason"] and title.startswith(NEEDS_A_RUN):
+                lines.append("  - (the configuration does not run)")
+                continue
             for n in names:
                 col = BY_NAME[n]
                 value = fmt_num(row[n], col.unit, 2) if n in TWO_DECIMALS else format_value(col.unit, row[n])
                 lines.append(f"  {col.label:<30} {value}")
             if title == "Configuration" and (row["mode"] != "aggregated" or row["speculative"] != "none"):
                 lines.append(f"  {'Serving mode':<30} {serving_label(row)}")
-        if row["load_note"]:
+        if row["load_note"] and not row["reason"]:
             lines.append(f"Load: {row['load_note']}")
-        if row["reason"]:
-            lines.append(f"Does not run: {row['reason']}")
         if row["notes"]:
             lines.append(f"Note: {row['notes']}")
         if row["price_source"]:

@@ -47,6 +47,20 @@ def test_estimate_table():
     assert "Profile: ideal" in r.output
 
 
+def test_estimate_of_a_layout_that_does_not_fit_says_so_first_and_serves_nothing():
+    # DeepSeek-R1 fp8 on 8 H100s: 671 GB of weights over 8 GPUs is 84 GB a GPU, more than the 80 GB
+    # they hold. The prefill and the step are still arithmetic; an operating point is not.
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "deepseek-r1", "--precision", "fp8", "--tp", "8")
+    assert r.exit_code == 0, r.output
+    lines = [line for line in r.output.splitlines() if not line.startswith("note:")]
+    assert lines[0].startswith("Does not run: does not fit: ")
+    assert "Fits                           no" in r.output
+    assert "TTFT" not in r.output and "Load:" not in r.output
+    serving = lines.index(next(line for line in lines if line.startswith("Serving at this concurrency")))
+    assert lines[serving + 1] == "  - (the configuration does not run)"
+    assert "Prefill time" in r.output  # the prompt's arithmetic is shown
+
+
 def test_estimate_json_and_batch_max():
     r = invoke(
         "estimate",
