@@ -3,13 +3,12 @@ disaggregated request between the pools (estimate/speculative.py, estimate/disag
 
 Rows of those modes are compared like any other but are not fitted into the aggregated profile
 (Measurement.fittable), except for the network's latency, which the disaggregated rows that decode
-across servers tell with the aggregated ones (calibrate/network.py): with every parameter the
-aggregated rows set held, the MTP rows' decode
-metrics fit one shared `mtp_acceptance`, then each engine's disaggregated rows' TTFT fit its
-`handoff_overhead_s`, each pulled towards its starting value like every fitted value
-(fitting._shrunk's prior, worth PRIOR_ROWS rows). `kv_transfer_efficiency` stays at its prior:
-a prompt's KV cache crosses a 50 GB/s NIC in 1.4-12 ms in these rows, too little of their TTFT to
-be told apart from the hand-off.
+across servers tell with the aggregated ones (calibrate/network.py). With every parameter the
+aggregated rows set held, the MTP rows' decode metrics fit one shared `mtp_acceptance`, then each
+engine's disaggregated rows' TTFT fit its `handoff_overhead_s`, each pulled towards its starting
+value like every fitted value (fitting._shrunk's prior, worth PRIOR_ROWS rows).
+`kv_transfer_efficiency` stays at its prior: a prompt's KV cache crosses a 50 GB/s NIC in 1.4-12 ms
+in these rows, too little of their TTFT to be told apart from the hand-off.
 """
 
 from __future__ import annotations
