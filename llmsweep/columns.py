@@ -494,6 +494,18 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("band_prefill_high", F, "", "", "Profile uncertainty factor (prefill, high): estimate x this.", False),
         ("band_throughput_low", F, "", "", "Profile uncertainty factor (throughput, low): estimate x this.", False),
         ("band_throughput_high", F, "", "", "Profile uncertainty factor (throughput, high): estimate x this.", False),
+        *(
+            (
+                f"band_disaggregated_{group}_{end}",
+                F,
+                "",
+                "",
+                f"Profile uncertainty factor of disaggregated rows ({group}, {end}): estimate x this.",
+                False,
+            )
+            for group in ("decode", "prefill", "throughput")
+            for end in ("low", "high")
+        ),
     )
     + _cols(
         "derived",

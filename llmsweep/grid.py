@@ -14,6 +14,7 @@ import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine, mtp_draft_tokens
+from llmsweep.catalog.profiles import BAND_GROUPS
 from llmsweep.columns import POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
@@ -186,7 +187,7 @@ def gpu_table(
                 **eff.model_dump(),
                 **{
                     f"band_{group}_{end}": (profile.bands.get(group) or [None, None])[i]
-                    for group in ("decode", "prefill", "throughput")
+                    for group in BAND_GROUPS
                     for i, end in enumerate(("low", "high"))
                 },
             }

@@ -379,7 +379,9 @@ steps across servers pay it, and TensorRT-LLM's H100 deployments decode at tp 16
 122 all-reduces a step. Everything else comes from the aggregated rows. An MTP row drafts its
 engine's default number of tokens (SGLang 3, its auto_choose_speculative_params for DeepSeek-V3;
 TensorRT-LLM 3, an assumption from the rows' speed: catalog/engines.py), since the sources state
-none.
+none. Their out-of-sample errors set the uncertainty bands of disaggregated options (the profile's
+`disaggregated_*` bands), which reports show, so a disaggregated TTFT carries how far these
+deployments ran above their estimates.
 
 {serving_table(validations)}
 

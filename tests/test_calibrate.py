@@ -132,9 +132,18 @@ def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog
 def test_shipped_default_is_the_fitted_profile_and_beats_ideal(catalog):
     default = catalog.profile("default")
     assert "measured-dev.csv" in default.description and "measured-load-dev.csv" in default.description
-    assert set(default.bands) == {"decode", "prefill", "throughput"}
+    # the aggregated rows' bands, and the disaggregated deployments' own
+    assert set(default.bands) == {
+        "decode",
+        "prefill",
+        "throughput",
+        *(f"disaggregated_{g}" for g in ("decode", "prefill", "throughput")),
+    }
     lo, hi = default.bands["decode"]
     assert lo < 1 < hi
+    # the disaggregated deployments measured slower than estimated: most of the TTFT band lies above it
+    lo, hi = default.bands["disaggregated_prefill"]
+    assert lo < 0.5 and hi > 1
     measured, _ = cal.read_measurements(DATA / "measured-dev.csv", catalog)
     decode = [m for m in measured if m.metric == "decode_tok_s_per_seq"]
     err = {
@@ -169,6 +178,23 @@ def test_bands_cover_the_middle_80_percent(group):
     factors = sorted(1 / r for r in oos["ratio"])  # measured / estimated
     inside = [f for f in factors if lo <= f <= hi]
     assert len(inside) >= 8  # 80 % of 11 rows, give or take the quantile interpolation
+
+
+def test_disaggregated_rows_get_bands_of_their_own():
+    # 6 aggregated TTFT rows estimated right and 6 disaggregated ones at a quarter of the measured
+    # time (TTFT is a time: the factor is estimated / measured): the aggregated band stays at 1, the
+    # disaggregated rows' is 0.25 (the estimate / 0.25 = 4x it is what they measured)
+    oos = pl.DataFrame(
+        {
+            "metric": ["ttft_ms"] * 12,
+            "ratio": [1.0] * 6 + [0.25] * 6,
+            "batch": ["8"] * 12,
+            "mode": ["aggregated"] * 6 + ["disaggregated"] * 6,
+        }
+    )
+    assert cal.bands(oos) == {"prefill": [1.0, 1.0], "disaggregated_prefill": [0.25, 0.25]}
+    # fewer than 5 rows of a group: no band for it
+    assert cal.bands(oos.head(10)) == {"prefill": [1.0, 1.0]}
 
 
 def test_a_failed_fit_writes_nothing(tmp_path, monkeypatch):

@@ -208,6 +208,19 @@ def test_profile_file(tmp_path, catalog):
     )
 
 
+def test_a_profile_band_of_an_unknown_group_names_the_groups(tmp_path, catalog):
+    good = catalog.profile("default").model_dump()
+    good["bands"]["disagregated_prefill"] = good["bands"].pop("disaggregated_prefill")
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(good, sort_keys=False))
+    with pytest.raises(
+        LlmsweepError,
+        match=r"bands\.disagregated_prefill: not a band group \(did you mean "
+        r"disaggregated_prefill\?\); groups: decode, prefill, throughput, disaggregated_decode",
+    ):
+        catalog.profile(str(path))
+
+
 # -- gpus-2026.yaml ---------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from llmsweep import finance, pipeline, plan
+from llmsweep.catalog.profiles import BAND_GROUPS
 from llmsweep.spec import CostSpec, SloSpec, WorkloadSpec
 
 from .conftest import ROOT, estimate_row
@@ -35,7 +36,7 @@ def frame(**over) -> pl.LazyFrame:
     row.setdefault("requests_per_s_per_replica", row["output_tokens_per_s"] / row["output_tokens"])
     # and the share of its time prompts take, as load.closed_loop gives it: 4 x 0.05 s = 0.2
     row.setdefault("prefill_fraction", row["requests_per_s_per_replica"] * row["prefill_s"])
-    bands = {f"band_{g}_{e}": None for g in ("decode", "prefill", "throughput") for e in ("low", "high")}
+    bands = {f"band_{g}_{e}": None for g in BAND_GROUPS for e in ("low", "high")}
     speeds = {"decode_tokens_per_s_per_seq": 25.0, "decode_tokens_per_s": 1000.0}
     frame = pl.LazyFrame([{**speeds, **row}]).with_columns(pl.col("gpu").cast(pl.Categorical))
     return frame.with_columns([pl.lit(v, dtype=pl.Float64).alias(k) for k, v in bands.items()])
@@ -804,3 +805,23 @@ def test_a_disaggregated_option_estimated_again_from_its_own_facts(catalog):
     slower = reestimated(base.with_columns(pl.col("compute_efficiency") * 0.8))
     dis = pl.col("mode") == "disaggregated"
     assert (slower.filter(dis)["prefill_first_token_s"] > base.filter(dis)["prefill_first_token_s"]).all()
+
+
+def test_a_disaggregated_row_takes_its_own_band_and_an_aggregated_one_the_aggregated_band():
+    # TTFT 0.5 s. Aggregated prefill band [0.5, 2]: TTFT from 0.25 s to 1 s. Disaggregated band
+    # [0.1, 2.5]: TTFT from 0.2 s to 5 s. A disaggregated row of a profile without its own band uses
+    # the aggregated one.
+    bands = {"band_prefill_low": 0.5, "band_prefill_high": 2.0}
+    own = {"band_disaggregated_prefill_low": 0.1, "band_disaggregated_prefill_high": 2.5}
+
+    def ttft(mode: str, with_own: bool) -> tuple[float, float]:
+        values = {**bands, **(own if with_own else {})}
+        f = frame(mode=mode, prefill_pool_gpus=1).with_columns(
+            pl.col("mode").cast(pl.Categorical), *[pl.lit(v).alias(k) for k, v in values.items()]
+        )
+        row = plan.add_plan_columns(f, inputs()).collect().row(0, named=True)
+        return row["ttft_s_low"], row["ttft_s_high"]
+
+    assert ttft("aggregated", True) == pytest.approx((0.25, 1.0))
+    assert ttft("disaggregated", True) == pytest.approx((0.2, 5.0))
+    assert ttft("disaggregated", False) == pytest.approx((0.25, 1.0))

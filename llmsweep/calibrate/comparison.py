@@ -318,6 +318,7 @@ def comparison_frame(
             "estimated": est,
             "unit": [m.unit for m in ms],
             **_layout(ms),
+            "mode": _serving(ms)["mode"],
             "replicas": pl.Series([m.replicas for m in ms], dtype=pl.Int64),
             "batch": [str(m.batch) for m in ms],
             "fits": fits.cast(pl.Boolean),

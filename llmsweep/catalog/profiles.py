@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from llmsweep.errors import did_you_mean
 from llmsweep.limits import RANGES, check, typed
 from llmsweep.limits import field as lim
 
@@ -33,6 +34,12 @@ HANDOFF_OVERHEAD_S = 0.05
 MTP_ACCEPTANCE = 0.85
 EAGLE_ACCEPTANCE = 0.7
 DRAFT_ACCEPTANCE = 0.7
+
+
+# Groups of the uncertainty bands (calibrate/bands.py): the aggregated rows' per metric group, and
+# the disaggregated deployments' own (their errors differ: docs/fidelity.md, serving modes).
+METRIC_GROUPS = ("decode", "prefill", "throughput")
+BAND_GROUPS = (*METRIC_GROUPS, *(f"disaggregated_{g}" for g in METRIC_GROUPS))
 
 
 class Efficiency(BaseModel):
@@ -123,6 +130,13 @@ class Profile(BaseModel):
             except ValueError as e:  # pydantic's ValidationError is a ValueError
                 raise ValueError(f"{where}: {_first_error(e)}") from None
         for group, band in self.bands.items():
+            if group not in BAND_GROUPS:
+                hint = did_you_mean(group, BAND_GROUPS)
+                raise ValueError(
+                    f"bands.{group}: not a band group"
+                    + (f" (did you mean {hint[0]}?)" if hint else "")
+                    + f"; groups: {', '.join(BAND_GROUPS)}"
+                )
             if len(band) != 2 or any(check("band_factor", f) for f in band) or band[0] > band[1]:
                 raise ValueError(
                     f"bands.{group}: expected [low, high] with {RANGES['band_factor'].describe()} "

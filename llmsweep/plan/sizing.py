@@ -31,18 +31,29 @@ def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
     return avg * workload.peak_factor
 
 
-def band_columns() -> dict[str, pl.Expr]:
+def band(group: str, end: str, modes_known: bool = True) -> pl.Expr:
+    """The profile's band factor of `group` (decode, prefill, throughput) at `end` (low, high): a
+    disaggregated row's own, from the disaggregated deployments' out-of-sample errors
+    (calibrate/bands.py), where the profile has it, else the aggregated rows'."""
+    aggregated = pl.col(f"band_{group}_{end}")
+    if not modes_known:  # a frame without serving-mode columns is aggregated
+        return aggregated
+    own = pl.coalesce(pl.col(f"band_{DISAGGREGATED}_{group}_{end}"), aggregated)
+    return pl.when(c.mode == DISAGGREGATED).then(own).otherwise(aggregated)
+
+
+def band_columns(modes_known: bool = True) -> dict[str, pl.Expr]:
     """Low and high ends of the key outputs: speeds x the profile's band factors, times / them."""
     out = {}
     for end, other in (("low", "high"), ("high", "low")):
-        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * pl.col(f"band_decode_{end}")
-        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * pl.col(f"band_decode_{end}")
-        out[f"tpot_s_{end}"] = c.tpot_s / pl.col(f"band_decode_{other}")
-        out[f"ttft_s_{end}"] = c.ttft_s / pl.col(f"band_prefill_{other}")
-        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * pl.col(f"band_throughput_{end}")
-        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / pl.col(
-            f"band_throughput_{other}"
-        )
+        decode, prefill = band("decode", end, modes_known), band("prefill", other, modes_known)
+        throughput, slower = band("throughput", end, modes_known), band("throughput", other, modes_known)
+        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * decode
+        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * decode
+        out[f"tpot_s_{end}"] = c.tpot_s / band("decode", other, modes_known)
+        out[f"ttft_s_{end}"] = c.ttft_s / prefill
+        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * throughput
+        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / slower
     return out
 
 
@@ -102,8 +113,9 @@ def add_plan_columns(
         tokens_per_joule=c.output_tokens_per_s
         / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
     )
+    modes_known = "mode" in frame.collect_schema().names()
     frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
-        **token_costs(c.requests_per_s_per_replica, c.prefill_fraction, "mode" in frame.collect_schema().names())
+        **token_costs(c.requests_per_s_per_replica, c.prefill_fraction, modes_known)
     )
     if peak is None:
         nulls = {
@@ -113,7 +125,7 @@ def add_plan_columns(
             "gpus_needed_low": pl.Int64,
             "gpus_needed_high": pl.Int64,
         }
-        frame = frame.with_columns(**band_columns())
+        frame = frame.with_columns(**band_columns(modes_known))
         frame = frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()])
         return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, None))
     avg = peak / w.peak_factor
@@ -124,11 +136,11 @@ def add_plan_columns(
         return pl.when((per_replica > 0) & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64)
 
     frame = frame.with_columns(
-        **band_columns(),
+        **band_columns(modes_known),
         replicas=replicas_at(c.requests_per_s_per_replica),
         # more throughput (the band's high end) needs fewer GPUs: low GPUs from high throughput
-        gpus_needed_low=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_high")) * c.gpus,
-        gpus_needed_high=replicas_at(c.requests_per_s_per_replica * pl.col("band_throughput_low")) * c.gpus,
+        gpus_needed_low=replicas_at(c.requests_per_s_per_replica * band("throughput", "high", modes_known)) * c.gpus,
+        gpus_needed_high=replicas_at(c.requests_per_s_per_replica * band("throughput", "low", modes_known)) * c.gpus,
     ).with_columns(
         gpus_needed=c.replicas * c.gpus,
         utilization=avg / (c.replicas * c.requests_per_s_per_replica),
@@ -258,10 +270,10 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         meets_slo=ok & meets_slo(plan.slo),
         replicas=pl.when(ok).then(pl.col("_replicas")).otherwise(c.replicas),
         gpus_needed_low=pl.when(ok)
-        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_high")) * c.gpus)
+        .then(replicas_at(c.capacity_requests_per_s * band("throughput", "high")) * c.gpus)
         .otherwise(c.gpus_needed_low),
         gpus_needed_high=pl.when(ok)
-        .then(replicas_at(c.capacity_requests_per_s * pl.col("band_throughput_low")) * c.gpus)
+        .then(replicas_at(c.capacity_requests_per_s * band("throughput", "low")) * c.gpus)
         .otherwise(c.gpus_needed_high),
         # per token at capacity: the all-in figure, and the prompt and decode shares of the hour
         **{
