@@ -455,7 +455,21 @@ def _mode_sentence(gpu: str, agg: dict, dis: dict, fleets: bool, unit: str) -> s
     why = [w for w in (_at_capacity(win, "a replica"), _at_capacity(lose, f"{article} {other} one")) if w]
     if why:
         text += ". At capacity " + "; ".join(why)
-    return text + "."
+    return text + "." + _disaggregated_caveat(dis if win is dis else None)
+
+
+def _disaggregated_caveat(dis: dict | None) -> str:
+    """For a disaggregated option that wins or ties: how far its bands reach (from the measured
+    disaggregated deployments' errors, which ran slower than estimated: docs/fidelity.md)."""
+    if dis is None or _missing(dis.get("ttft_s_high")) or _missing(dis.get("ttft_s")):
+        return ""
+    reach = f"its mean TTFT's 80 % band runs to {seconds(dis['ttft_s_high'])} (estimated {seconds(dis['ttft_s'])})"
+    if not _missing(dis.get("gpus_needed_high")) and not _missing(dis.get("gpus_needed")):
+        reach += f" and its GPUs for the traffic to {dis['gpus_needed_high']:,} ({dis['gpus_needed']:,} estimated)"
+    return (
+        f" Disaggregated figures are the least certain: {reach}, as the measured disaggregated deployments ran "
+        "slower than estimated; try it on your own traffic before buying for it."
+    )
 
 
 def _speculation_effect(mine: list[dict], fleets: bool, unit: str) -> str:

@@ -477,6 +477,15 @@ def test_the_serving_comparison_by_hand():
         "On b200, MTP does not change the cost per million output tokens: the p90 TTFT target bounds its capacity, "
         "not the decode step (TPOT at capacity 29 ms without it, 16 ms with it).",
     ]
+    # with the bands a disaggregated winner carries (its own: the measured disaggregated deployments'
+    # errors), the sentence says how far they reach
+    banded = {**dis, "ttft_s": 0.365, "ttft_s_high": 4.6, "gpus_needed": 40, "gpus_needed_high": 120}
+    (sentence,) = answer.serving_comparison([banded, agg], fleets=True)
+    assert sentence.endswith(
+        "(TPOT 36 ms). Disaggregated figures are the least certain: its mean TTFT's 80 % band runs to 4.6 s "
+        "(estimated 365 ms) and its GPUs for the traffic to 120 (40 estimated), as the measured disaggregated "
+        "deployments ran slower than estimated; try it on your own traffic before buying for it."
+    )
     assert answer.pools_text(dis) == "4P1D: 4 prefill workers of tp8 ep8 + 1 decode worker of tp1 dp-attn8 ep8"
     assert answer.pools_text(agg) == ""
     # one GPU with a single mode and no speculative setting to compare: nothing to say
