@@ -464,8 +464,9 @@ times ÷ factor):
   be estimated at); it was left out. Tried again with the fp8 and fp4 shares fitted only where
   identified (above) and the engine x family compute efficiency only where the family has dense
   rows (so that degeneracy cannot arise): vLLM's share stayed at 0.16 (an expert FLOP 6x a dense
-  one), TTFT leaving one model out 28 % against 29 %, leaving one GPU out 38 % against 37 %, and
-  vLLM's and the MoE rows' TTFT biases left 0.9-1.1 (1.12, 1.11): left out. Making the routing
+  one), TTFT leaving one model out 28 % against 29 %, leaving one GPU out 38 % against 37 % (the
+  figures of the model then), and vLLM's and the MoE rows' TTFT biases left 0.9-1.1 (1.12, 1.11):
+  left out. Making the routing
   traffic per engine instead was worse (31 %, 40 %). A shared share fitted with the others fitted
   to 0.98; fitted after the engines' values (then those refitted) to 0.47, a plausible grouped-GEMM
   share, which took TTFT leaving one model out to 27 % and in sample to 25 %, but leaving one GPU
