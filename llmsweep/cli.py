@@ -58,6 +58,10 @@ def _errors_to_exit(fn):
                 "out of memory: the inputs need more memory than this machine (or its limits) allows; "
                 "use a smaller sweep or file, or a larger machine"
             ) from None
+        except Exception:
+            if _interrupted:  # a library turned the interrupt into its own error (pydantic, mid-import)
+                raise click.Abort() from None
+            raise
 
     return wrapper
 
@@ -77,14 +81,21 @@ class BatchType(click.ParamType):
         return n
 
 
+_interrupted = False  # a termination signal arrived: what fails after it is its consequence
+
+
 def _interrupt(signum, _frame):
+    global _interrupted
+    _interrupted = True
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _handle_termination() -> None:
-    """SIGTERM and SIGHUP end a command the way Ctrl-C does: the half-written output folder is
-    removed and previous results stay as they were."""
-    for name in ("SIGTERM", "SIGHUP"):
+    """SIGTERM and SIGHUP end a command the way Ctrl-C (SIGINT) does: the half-written output folder
+    is removed and previous results stay as they were. All three are noted, so that an error a
+    library makes of the interrupt (pydantic building a schema when it lands mid-import) also ends
+    as "Aborted!", not a traceback."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:
             with contextlib.suppress(ValueError):  # not the main thread (embedded use): leave it

@@ -303,3 +303,25 @@ def test_estimate_serving_option_bounds_are_the_declared_ranges():
 
     (option,) = [p for p in cli.estimate.params if p.name == "speculative"]
     assert tuple(option.type.choices) == METHODS
+
+
+def test_an_error_a_library_makes_of_an_interrupt_ends_as_aborted(monkeypatch):
+    # pydantic, building a schema when SIGINT lands mid-import, turns the KeyboardInterrupt into its
+    # own SchemaError: once a termination signal has arrived, any error ends as click's "Aborted!"
+    import click
+
+    from llmsweep import cli
+
+    def interrupted_import():
+        try:
+            cli._interrupt(2, None)
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error building validator") from e
+
+    monkeypatch.setattr(cli, "_interrupted", False)
+    with pytest.raises(click.Abort):
+        cli._errors_to_exit(interrupted_import)()
+    # without a signal the error is a bug and stays one
+    monkeypatch.setattr(cli, "_interrupted", False)
+    with pytest.raises(RuntimeError):
+        cli._errors_to_exit(lambda: (_ for _ in ()).throw(RuntimeError("bug")))()
