@@ -12,7 +12,7 @@ from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
 from llmsweep.grid import NO_SPECULATION, Axes, Speculation, auto_precision, grid_parts
 from llmsweep.plan import add_plan_columns, make_plan_inputs
-from llmsweep.present import fmt_num, format_value
+from llmsweep.present import fmt_bytes, fmt_num, format_value
 
 # What `llmsweep estimate` shows as a table, section by section.
 SECTIONS: dict[str, tuple[str, ...]] = {
@@ -171,7 +171,7 @@ class Estimate:
         row = self.row
         lines = []
         if row["reason"]:
-            lines.append(f"Does not run: {row['reason']}. Serving and cost figures need a configuration that runs.")
+            lines.append(f"Does not run: {_reason(row)}. Serving and cost figures need a configuration that runs.")
         for title, names in self.sections().items():
             lines.append(title)
             if row["reason"] and title.startswith(NEEDS_A_RUN):
@@ -191,6 +191,14 @@ class Estimate:
             lines.append(f"Price: {row['price_source']}")
         lines.append(f"Profile: {self.profile}")
         return "\n".join(lines)
+
+
+def _reason(row: dict) -> str:
+    """The row's reason, with the memory it needs and has where that is the reason."""
+    need, have = row.get("memory_per_gpu_bytes"), row.get("usable_memory_bytes")
+    if row["reason"].startswith("does not fit") and need is not None and have is not None:
+        return f"does not fit: it needs {fmt_bytes(need)} a GPU, and {fmt_bytes(have)} is usable"
+    return row["reason"]
 
 
 def xpyd(row: dict) -> str:

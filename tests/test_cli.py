@@ -53,7 +53,7 @@ def test_estimate_of_a_layout_that_does_not_fit_says_so_first_and_serves_nothing
     r = invoke("estimate", "--gpu", "h100-sxm", "--model", "deepseek-r1", "--precision", "fp8", "--tp", "8")
     assert r.exit_code == 0, r.output
     lines = [line for line in r.output.splitlines() if not line.startswith("note:")]
-    assert lines[0].startswith("Does not run: does not fit: ")
+    assert lines[0].startswith("Does not run: does not fit: it needs 85.62 GB (79.74 GiB) a GPU, and ")
     assert "Fits                           no" in r.output
     assert "TTFT" not in r.output and "Load:" not in r.output
     serving = lines.index(next(line for line in lines if line.startswith("Serving at this concurrency")))
