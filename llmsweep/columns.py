@@ -33,6 +33,26 @@ class Column:
 F, I, S, B = pl.Float64, pl.Int64, pl.Categorical, pl.Boolean  # noqa: E741 - short names keep the table readable
 
 
+# Groups of the profile's uncertainty bands (calibrate/bands.py): the aggregated rows' per metric
+# group, and the disaggregated deployments' own (their errors differ: docs/fidelity.md, serving modes).
+METRIC_GROUPS = ("decode", "prefill", "throughput")
+BAND_GROUPS = (*METRIC_GROUPS, *(f"disaggregated_{g}" for g in METRIC_GROUPS))
+# The efficiencies a row ran with (the profile's, per engine and GPU family): exported with the plan
+# and shown by the reports and `llmsweep estimate`.
+EFFICIENCY_COLUMNS = (
+    "bandwidth_efficiency",
+    "compute_efficiency",
+    "compute_scale",
+    "fp8_gemm_efficiency",
+    "fp4_gemm_efficiency",
+)
+
+
+def _band_description(group: str, end: str) -> str:
+    rows = "" if group in METRIC_GROUPS else " of disaggregated rows"
+    return f"Profile uncertainty factor{rows} ({group.removeprefix('disaggregated_')}, {end}): estimate x this."
+
+
 def _cols(kind: Kind, *rows: tuple) -> list[Column]:
     return [Column(r[0], r[1], r[2], r[3], r[4], kind, *(r[5:])) for r in rows]
 
@@ -488,22 +508,9 @@ COLUMNS: tuple[Column, ...] = tuple(
             "tokens_per_step from per-position acceptance rates, when the sweep gives them.",
             False,
         ),
-        ("band_decode_low", F, "", "", "Profile uncertainty factor (decode, low): estimate x this.", False),
-        ("band_decode_high", F, "", "", "Profile uncertainty factor (decode, high): estimate x this.", False),
-        ("band_prefill_low", F, "", "", "Profile uncertainty factor (prefill, low): estimate x this.", False),
-        ("band_prefill_high", F, "", "", "Profile uncertainty factor (prefill, high): estimate x this.", False),
-        ("band_throughput_low", F, "", "", "Profile uncertainty factor (throughput, low): estimate x this.", False),
-        ("band_throughput_high", F, "", "", "Profile uncertainty factor (throughput, high): estimate x this.", False),
         *(
-            (
-                f"band_disaggregated_{group}_{end}",
-                F,
-                "",
-                "",
-                f"Profile uncertainty factor of disaggregated rows ({group}, {end}): estimate x this.",
-                False,
-            )
-            for group in ("decode", "prefill", "throughput")
+            (f"band_{group}_{end}", F, "", "", _band_description(group, end), False)
+            for group in BAND_GROUPS
             for end in ("low", "high")
         ),
     )
@@ -1428,11 +1435,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "horizon_years",
     "output_tokens_per_s_per_kw",
     "kwh_per_million_output_tokens",
-    "bandwidth_efficiency",
-    "compute_efficiency",
-    "compute_scale",
-    "fp8_gemm_efficiency",
-    "fp4_gemm_efficiency",
+    *EFFICIENCY_COLUMNS,
     "step_overhead_s",
     "tokens_per_joule",
     "peak_requests_per_s",

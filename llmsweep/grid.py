@@ -14,8 +14,7 @@ import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
 from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine, mtp_draft_tokens
-from llmsweep.catalog.profiles import BAND_GROUPS
-from llmsweep.columns import POOL_COLUMNS, SCHEMA
+from llmsweep.columns import BAND_GROUPS, POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
 MAX = "max"

@@ -20,7 +20,7 @@ import polars as pl
 
 from llmsweep import answer as answers
 from llmsweep.charts import LAYOUT_PARTS, build_charts
-from llmsweep.columns import BY_NAME, higher_is_better
+from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.finance import RENT_24_7, option_rows
 from llmsweep.plan import FALLBACK_RANK, break_even
@@ -501,15 +501,7 @@ def serving_info(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) -> 
     return info
 
 
-IN_FORCE = (
-    "bandwidth_efficiency",
-    "compute_efficiency",
-    "compute_scale",
-    "fp8_gemm_efficiency",
-    "fp4_gemm_efficiency",
-    "step_overhead_s",
-    "max_running_requests",
-)
+IN_FORCE = (*EFFICIENCY_COLUMNS, "step_overhead_s", "max_running_requests")
 
 
 def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:

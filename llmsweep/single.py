@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import polars as pl
 
 from llmsweep.catalog import load_catalog
-from llmsweep.columns import BY_NAME
+from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
+from llmsweep.estimate.parallel import MEMORY_REASON
 from llmsweep.grid import NO_SPECULATION, Axes, Speculation, auto_precision, grid_parts
 from llmsweep.plan import add_plan_columns, make_plan_inputs
 from llmsweep.present import fmt_bytes, fmt_num, format_value
@@ -86,11 +87,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "arithmetic_intensity",
         "ridge_point",
         "bound",
-        "bandwidth_efficiency",
-        "compute_efficiency",
-        "compute_scale",
-        "fp8_gemm_efficiency",
-        "fp4_gemm_efficiency",
+        *EFFICIENCY_COLUMNS,
     ),
     "Cost (an example cloud price; a sweep's costs take your own)": (
         "usd_per_gpu_hour",
@@ -194,9 +191,9 @@ class Estimate:
 
 
 def _reason(row: dict) -> str:
-    """The row's reason, with the memory it needs and has where that is the reason."""
+    """The row's reason, in figures where it is that the memory does not fit (parallel.MEMORY_REASON)."""
     need, have = row.get("memory_per_gpu_bytes"), row.get("usable_memory_bytes")
-    if row["reason"].startswith("does not fit") and need is not None and have is not None:
+    if row["reason"] == MEMORY_REASON and need is not None and have is not None:
         return f"does not fit: it needs {fmt_bytes(need)} a GPU, and {fmt_bytes(have)} is usable"
     return row["reason"]
 

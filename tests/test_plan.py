@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from llmsweep import finance, pipeline, plan
-from llmsweep.catalog.profiles import BAND_GROUPS
+from llmsweep.columns import BAND_GROUPS
 from llmsweep.spec import CostSpec, SloSpec, WorkloadSpec
 
 from .conftest import ROOT, estimate_row

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.calibrate.measurement import GROUPS, TIME_METRICS
-from llmsweep.catalog.profiles import BAND_GROUPS
+from llmsweep.columns import BAND_GROUPS
 from llmsweep.grid import MAX
 
 

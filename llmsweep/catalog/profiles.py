@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from llmsweep.columns import BAND_GROUPS
 from llmsweep.errors import did_you_mean
 from llmsweep.limits import RANGES, check, typed
 from llmsweep.limits import field as lim
@@ -34,12 +35,6 @@ HANDOFF_OVERHEAD_S = 0.05
 MTP_ACCEPTANCE = 0.85
 EAGLE_ACCEPTANCE = 0.7
 DRAFT_ACCEPTANCE = 0.7
-
-
-# Groups of the uncertainty bands (calibrate/bands.py): the aggregated rows' per metric group, and
-# the disaggregated deployments' own (their errors differ: docs/fidelity.md, serving modes).
-METRIC_GROUPS = ("decode", "prefill", "throughput")
-BAND_GROUPS = (*METRIC_GROUPS, *(f"disaggregated_{g}" for g in METRIC_GROUPS))
 
 
 class Efficiency(BaseModel):

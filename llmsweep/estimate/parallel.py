@@ -311,8 +311,9 @@ def row_reason() -> pl.Expr:
     )
 
 
+MEMORY_REASON = "does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes"
+
+
 def memory_reason() -> pl.Expr:
     """The row does not fit (memory_per_gpu_bytes and usable_memory_bytes say by how much)."""
-    return pl.when(c.memory_per_gpu_bytes > c.usable_memory_bytes).then(
-        text("does not fit: memory_per_gpu_bytes exceeds usable_memory_bytes")
-    )
+    return pl.when(c.memory_per_gpu_bytes > c.usable_memory_bytes).then(text(MEMORY_REASON))

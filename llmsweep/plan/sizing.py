@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.columns import c
+from llmsweep.columns import METRIC_GROUPS, c
 from llmsweep.estimate import modes
 from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import DEFAULT_POWER_UTILIZATION, FLEET_COLUMNS, FLEET_FIELDS, fleet_columns
@@ -46,14 +46,14 @@ def band_columns(modes_known: bool = True) -> dict[str, pl.Expr]:
     """Low and high ends of the key outputs: speeds x the profile's band factors, times / them."""
     out = {}
     for end, other in (("low", "high"), ("high", "low")):
-        decode, prefill = band("decode", end, modes_known), band("prefill", other, modes_known)
-        throughput, slower = band("throughput", end, modes_known), band("throughput", other, modes_known)
-        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * decode
-        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * decode
-        out[f"tpot_s_{end}"] = c.tpot_s / band("decode", other, modes_known)
-        out[f"ttft_s_{end}"] = c.ttft_s / prefill
-        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * throughput
-        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / slower
+        # speed factors at this end; times divide by those at the other
+        same, opposite = ({g: band(g, e, modes_known) for g in METRIC_GROUPS} for e in (end, other))
+        out[f"decode_tokens_per_s_per_seq_{end}"] = c.decode_tokens_per_s_per_seq * same["decode"]
+        out[f"decode_tokens_per_s_{end}"] = c.decode_tokens_per_s * same["decode"]
+        out[f"tpot_s_{end}"] = c.tpot_s / opposite["decode"]
+        out[f"ttft_s_{end}"] = c.ttft_s / opposite["prefill"]
+        out[f"output_tokens_per_s_{end}"] = c.output_tokens_per_s * same["throughput"]
+        out[f"usd_per_million_output_tokens_{end}"] = c.usd_per_million_output_tokens / opposite["throughput"]
     return out
 
 
