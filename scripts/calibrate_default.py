@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -51,11 +52,22 @@ LOADED = "ai-dynamo/aiconfigurator"  # the source of measured-load-dev.csv and p
 MOE = "experts"
 
 
+@cache
+def network(model: str) -> str:
+    """A model's network: the first catalog model of the same architecture. DeepSeek-R1 and
+    DeepSeek-V3 are one network (aiconfigurator lists DeepSeek-R1 under DeepSeek-V3, InferenceX as
+    DeepSeek-R1), so leaving one model out leaves out every row the estimator cannot tell from it."""
+    catalog = load_catalog()
+    architecture = catalog.model(model).architecture
+    return next(other for other in catalog.models if catalog.model(other).architecture == architecture)
+
+
 def by_source_or_model(m: Measurement) -> str:
-    """The held-out groups of "leave one model out": each source of measured-dev.csv, each model of
-    the loaded files (measured-load-dev.csv and the aggregated rows of measured-serving-dev.csv)."""
+    """The held-out groups of "leave one model out": each source of measured-dev.csv, each model
+    (network) of the loaded files (measured-load-dev.csv and the aggregated rows of
+    measured-serving-dev.csv)."""
     key = source_key(m.source)
-    return m.model if m.batch != "max" and key in (LOADED, "SemiAnalysisAI/InferenceX") else key
+    return network(m.model) if m.batch != "max" and key in (LOADED, "SemiAnalysisAI/InferenceX") else key
 
 
 def by_engine(m: Measurement) -> str:
@@ -177,6 +189,54 @@ def serving_table(frames: dict[str, pl.DataFrame]) -> str:
         ]
         cells = [cell(rows, s, counted=True) for s in selectors]
         lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _nominal(tokens: int) -> int:
+    """The length a benchmark asked for: the power of two at or above the length read (InferenceX's
+    rows are read at their mean length, 0.9 of the nominal 1,024 or 8,192)."""
+    return 1 << max(tokens - 1, 0).bit_length()
+
+
+def contradictions(frame: pl.DataFrame, ms: list[Measurement]) -> str:
+    """The loaded rows of one configuration (engine, GPU, network, weight format, layout, nominal
+    lengths, concurrency) whose measurements differ by more than 10 %: per metric and whether one
+    source or two measured them, how far apart they are, the median |error| an estimate at each
+    configuration's geometric mean would have, and `default`'s (in sample)."""
+    rows = frame.with_columns(
+        network=pl.Series([network(m.model) for m in ms]),
+        input_tokens=pl.Series([_nominal(m.input_tokens) for m in ms]),
+        output_tokens=pl.Series([_nominal(m.output_tokens) for m in ms]),
+    ).filter(pl.col("metric").is_in(["ttft_ms", "tpot_ms"]), pl.col("serving") == "aggregated", pl.col("batch") != "max")
+    key = ["metric", "engine", "gpu", "network", "precision", "tp", "ep", "dp_attention", "batch", "input_tokens", "output_tokens"]
+    middle = pl.col("measured").log().mean().over(key).exp()
+    rows = rows.with_columns(
+        spread=pl.col("measured").max().over(key) / pl.col("measured").min().over(key),
+        sources=pl.col("source").n_unique().over(key),
+        middle_error=(middle / pl.col("measured") - 1).abs(),
+        error=(pl.col("ratio") - 1).abs(),
+    ).filter(pl.col("spread") > 1.1)
+    kind = pl.when(pl.col("sources") > 1).then(pl.lit("two sources")).otherwise(pl.lit("one source"))
+    table_ = (
+        rows.group_by("metric", kind.alias("kind"))
+        .agg(
+            configurations=pl.struct(key).n_unique(),
+            rows=pl.len(),
+            median_spread=pl.col("spread").median(),
+            max_spread=pl.col("spread").max(),
+            middle=pl.col("middle_error").median(),
+            ours=pl.col("error").median(),
+        )
+        .sort("metric", "kind")
+    )
+    lines = [
+        "| metric | measured by | configurations | rows | largest / smallest: median (max) | at the geometric mean | `default` |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in table_.iter_rows(named=True):
+        spread = f"{r['median_spread']:.2f}× ({r['max_spread']:.1f}×)"
+        cells = f"{r['configurations']} | {r['rows']} | {spread} | {r['middle']:.0%} | {r['ours']:.0%}"
+        lines.append(f"| `{r['metric']}` | {r['kind']} | {cells} |")
     return "\n".join(lines)
 
 
@@ -384,6 +444,18 @@ none. Their out-of-sample errors set the uncertainty bands of disaggregated opti
 deployments ran above their estimates.
 
 {serving_table(validations)}
+
+## What the data cannot tell apart
+
+Some loaded rows share every input the estimator takes (engine, GPU, network, weight format,
+layout, lengths, concurrency) yet were measured far apart: one source's runs of two engine
+versions (SGLang 0.5.9 and 0.5.10.post1 serving Qwen3.5-397B on four B300s: TTFT 1,472 and 408 ms
+at 128 clients), or aiconfigurator's and InferenceX's runs of DeepSeek-R1 on SGLang and B300 (the
+same layouts, nominal lengths and concurrency; InferenceX's lengths are uniform in [0.8 L, L],
+which moves an estimate by about a tenth). No estimate can be near both: one at each
+configuration's geometric mean, between them, is still off by the median error shown.
+
+{contradictions(result.in_sample, compared)}
 
 ## Per metric, source, model kind, engine and GPU
 

@@ -129,6 +129,29 @@ def test_cross_validation_never_scores_a_row_with_a_profile_fitted_on_it(catalog
     assert oos.height == len(measured)
 
 
+def test_an_offline_harness_row_pays_no_request_overhead(tmp_path, catalog):
+    """The same batch-1 TTFT timed by gptSessionBenchmark (in process) and by a server: the served
+    row's estimate is the offline row's plus the engine's request_overhead_s, and only it says so."""
+    head = (
+        "id,source,gpu,tp,pp,model,weight_precision,kv_precision,framework,batch,input_len,output_len,metric,value,unit"
+    )
+    config = "s,h100-sxm,1,1,meta-llama/Llama-3.1-8B,fp8,fp8"
+    rows = [
+        f"a,{config},TensorRT-LLM v0.5 (gptSessionBenchmark),1,2048,1,ttft_ms,36,ms",
+        f"b,{config},trtllm 1.0.0rc3,1,2048,1,ttft_ms,90,ms",
+    ]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join([head, *rows]) + "\n")
+    measured, _ = cal.read_measurements(path, catalog)
+    assert [m.served for m in measured] == [False, True]
+    assert "offline harness" in measured[0].assumptions and "offline harness" not in measured[1].assumptions
+    profile = catalog.profile("default")
+    offline, online = cal.Evaluator.build(measured, profile, catalog).estimate(profile)
+    overhead = profile.for_family("hopper", "trtllm").request_overhead_s
+    assert overhead > 0.01
+    assert online == pytest.approx(offline + overhead, rel=1e-12)
+
+
 def test_shipped_default_is_the_fitted_profile_and_beats_ideal(catalog):
     default = catalog.profile("default")
     assert "measured-dev.csv" in default.description and "measured-load-dev.csv" in default.description

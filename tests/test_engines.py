@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from llmsweep import pipeline
-from llmsweep.catalog.engines import default_engine, engine_from_framework, resolve_engine
+from llmsweep.catalog.engines import default_engine, engine_from_framework, resolve_engine, served
 from llmsweep.catalog.profiles import Profile
 from llmsweep.errors import UnknownNameError
 from llmsweep.spec import load
@@ -59,6 +59,26 @@ def test_unknown_engine_suggests():
 )
 def test_engine_from_framework(framework, engine):
     assert engine_from_framework(framework) == engine
+
+
+@pytest.mark.parametrize(
+    "framework, front_end",
+    [  # offline harnesses time the engine in process; everything else went through a server
+        ("TensorRT-LLM v0.5 (gptSessionBenchmark, static batching)", False),
+        ("TensorRT-LLM (gptManagerBenchmark)", False),
+        ("trtllm-bench 0.21", False),
+        ("llama.cpp (llama-bench, CUDA/Metal, May 2024)", False),
+        ("vLLM 0.6 benchmark_latency.py", False),
+        ("vllm bench throughput", False),
+        ("vLLM v0.5.4", True),
+        ("sglang 0.5.1.post1", True),
+        ("Dynamo + TensorRT-LLM [nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1]", True),
+        ("", True),
+        (None, True),
+    ],
+)
+def test_offline_harnesses_have_no_serving_front_end(framework, front_end):
+    assert served(framework) is front_end
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,8 @@ PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "laye
 # The serving mode of a configuration (measurement.py: Measurement's fields; null = aggregated).
 SERVING_KEYS = ("mode", *POOL_COLUMNS, "speculative", "draft_tokens")
 # The configuration of a measurement: measurements that share it share one estimator row.
-KEY = (*OPTION_KEYS, *SERVING_KEYS, "batch", "batch_is_max", "request_rate", "ttft_limit_s", "tpot_limit_s")
+KEY = (*OPTION_KEYS, *SERVING_KEYS, "batch", "batch_is_max", "served", "request_rate", "ttft_limit_s", "tpot_limit_s")
+_FLAGS = ("batch_is_max", "served")  # KEY columns that are booleans outside the grid's schema
 _FLOATS = ("request_rate", "ttft_limit_s", "tpot_limit_s")  # KEY columns that are not grid columns
 _LEFT = {"how": "left", "maintain_order": "left"}
 # Compared quantities that are not frame columns.
@@ -53,6 +54,7 @@ def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
             **_serving(ms),
             "batch": [1 if m.batch == MAX else int(m.replica_batch) for m in ms],
             "batch_is_max": [m.batch == MAX for m in ms],
+            "served": [m.served for m in ms],
             # an open-loop measurement's offered rate per replica (null: closed loop at `batch`)
             "request_rate": [m.replica_rate if m.open_loop else None for m in ms],
             # server/interactive scenarios: the latency limits the rate must meet (null: none)
@@ -63,8 +65,8 @@ def measurement_frame(measurements: Sequence[Measurement]) -> pl.DataFrame:
             "scale": [m.scale for m in ms],
         },
         schema={
-            **{k: SCHEMA.get(k, pl.String) for k in KEY if k not in ("batch_is_max", *_FLOATS)},
-            "batch_is_max": pl.Boolean,
+            **{k: SCHEMA.get(k, pl.String) for k in KEY if k not in (*_FLAGS, *_FLOATS)},
+            **dict.fromkeys(_FLAGS, pl.Boolean),
             **dict.fromkeys(_FLOATS, pl.Float64),
             "column": pl.String,
             "measured": pl.Float64,
@@ -88,7 +90,16 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["engine", "model", "precision", "kv_precision"], **_LEFT)
         .pipe(aggregated_defaults)
+        .pipe(without_front_end)
         .collect()
+    )
+
+
+def without_front_end(frame: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame | pl.DataFrame:
+    """A configuration measured by an offline harness (`served` false: no HTTP server or tokeniser
+    between the benchmark and the engine) pays no request_overhead_s before its first token."""
+    return frame.with_columns(
+        request_overhead_s=pl.when(pl.col("served")).then(pl.col("request_overhead_s")).otherwise(0.0)
     )
 
 
@@ -272,7 +283,7 @@ def evaluate_many(requests: Sequence[tuple[Evaluator, Profile]]) -> list[pl.Data
         values += [profile.for_family(family, engine).model_dump() for family, engine in pairs]
     schema = live[0][0].configs.schema
     params = pl.DataFrame(values, schema={n: schema[n] for n in Efficiency.model_fields})
-    stacked = pl.concat(configs).with_columns(params[pl.concat(index)].get_columns())
+    stacked = without_front_end(pl.concat(configs).with_columns(params[pl.concat(index)].get_columns()))
     measured = pl.concat(rows)
     columns = measured["column"].unique().sort().to_list()
     derived = {k: v for k, v in DERIVED.items() if k in columns}

@@ -149,6 +149,9 @@ class Measurement:
     measured: float  # SI units
     assumptions: str
     engine: str = "generic"  # an engine id (catalog/engines.py), from the `framework` text
+    # timed through a serving front end (HTTP server, tokeniser), whose request_overhead_s the first
+    # token pays; False for an offline harness (catalog/engines.served)
+    served: bool = True
     request_rate: float | None = None  # requests/s offered to the system (open loop); None or inf = closed loop
     dp_attention: int = 1  # attention data-parallel replicas
     ep: int = 1  # expert parallel

@@ -29,7 +29,7 @@ from llmsweep.calibrate.measurement import (
     noting_replicas,
 )
 from llmsweep.catalog import Catalog, load_catalog
-from llmsweep.catalog.engines import engine_from_framework
+from llmsweep.catalog.engines import engine_from_framework, served
 from llmsweep.errors import LlmsweepError
 from llmsweep.grid import MAX
 from llmsweep.limits import MAX_MEASUREMENTS_BYTES, RANGES, UnreadableFile, read_regular_file
@@ -278,6 +278,9 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     num_gpus = _int(row, "num_gpus", minimum=1, maximum=MAX_GPUS) if _text(row, "num_gpus") else None
     scenario, ttft_limit, tpot_limit = _scenario(row, metric, batch, notes)
     pools = _pools(row, notes)
+    front_end = served(_text(row, "framework"))
+    if not front_end:
+        notes.append("timed by an offline harness: no serving front end, no request_overhead_s before the first token")
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
@@ -295,6 +298,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         measured=measured,
         assumptions="; ".join(notes),
         engine=engine_from_framework(_text(row, "framework")),
+        served=front_end,
         request_rate=_rate(row, "request_rate"),
         **(
             {}

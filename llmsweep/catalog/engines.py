@@ -69,6 +69,23 @@ def engine_from_framework(framework: str | None) -> str:
     return GENERIC
 
 
+# Benchmark harnesses that time the engine in process, with no serving front end (HTTP server,
+# tokeniser, detokeniser) between the client and the GPU: TensorRT-LLM's C++ session and manager
+# benchmarks and trtllm-bench, llama.cpp's llama-bench, vLLM's offline latency/throughput scripts.
+_OFFLINE_HARNESS = re.compile(
+    r"gpt(session|manager)benchmark|trtllm-bench|llama-bench"
+    r"|benchmark_(latency|throughput)|vllm bench (latency|throughput)",
+    re.I,
+)
+
+
+def served(framework: str | None) -> bool:
+    """Whether a benchmark's `framework` text times requests through a serving front end, whose time
+    before the first token (request_overhead_s) its TTFT includes; False for offline harnesses
+    ('TensorRT-LLM v0.5 (gptSessionBenchmark, static batching)', 'llama.cpp (llama-bench)')."""
+    return not (framework and _OFFLINE_HARNESS.search(framework))
+
+
 def default_engine(family: str) -> str:
     """The engine a GPU of this family is assumed to run when the sweep does not say."""
     return "llama.cpp" if family in _LOCAL_FAMILIES else "vllm"
