@@ -207,8 +207,11 @@ def contradictions(frame: pl.DataFrame, ms: list[Measurement]) -> str:
         network=pl.Series([network(m.model) for m in ms]),
         input_tokens=pl.Series([_nominal(m.input_tokens) for m in ms]),
         output_tokens=pl.Series([_nominal(m.output_tokens) for m in ms]),
-    ).filter(pl.col("metric").is_in(["ttft_ms", "tpot_ms"]), pl.col("serving") == "aggregated", pl.col("batch") != "max")
-    key = ["metric", "engine", "gpu", "network", "precision", "tp", "ep", "dp_attention", "batch", "input_tokens", "output_tokens"]
+    )
+    loaded_rows = pl.col("metric").is_in(["ttft_ms", "tpot_ms"]) & (pl.col("batch") != "max")
+    rows = rows.filter(loaded_rows & (pl.col("serving") == "aggregated"))
+    key = ["metric", "engine", "gpu", "network", "precision", "tp", "ep", "dp_attention", "batch"]
+    key += ["input_tokens", "output_tokens"]
     middle = pl.col("measured").log().mean().over(key).exp()
     rows = rows.with_columns(
         spread=pl.col("measured").max().over(key) / pl.col("measured").min().over(key),
@@ -230,7 +233,8 @@ def contradictions(frame: pl.DataFrame, ms: list[Measurement]) -> str:
         .sort("metric", "kind")
     )
     lines = [
-        "| metric | measured by | configurations | rows | largest / smallest: median (max) | at the geometric mean | `default` |",
+        "| metric | measured by | configurations | rows | largest / smallest: median (max) "
+        "| at the geometric mean | `default` |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in table_.iter_rows(named=True):
