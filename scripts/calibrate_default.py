@@ -402,8 +402,9 @@ per-layer and per-MoE-layer overheads, the MoE routing traffic (`routed_activati
 share of the compute efficiency fp8 and fp4 matmuls reach (`fp8_gemm_efficiency`,
 `fp4_gemm_efficiency`) shared by every row, then bandwidth efficiency per GPU family
 (8 rows or more), then, per serving engine with 8 rows or more, its own bandwidth and compute
-efficiency, per-step and per-request overhead and, where one of its models is measured at two
-dtypes on one GPU family, its fp8 or fp4 share, and per engine x GPU family
+efficiency, per-step and per-request overhead and, where one of its models is measured at the
+dtype and at a wider one on one GPU family at the same lengths (fp8 against 16-bit, fp4 against
+16-bit or fp8), its fp8 or fp4 share, and per engine x GPU family
 its own bandwidth and compute efficiency. Each level is pulled towards the level above it by a
 prior worth 8 rows, so a value
 backed by few rows stays close to its parent and no engine's rows set another engine's efficiency
@@ -521,12 +522,15 @@ times ÷ factor):
   given cache is a default that the measured files do not state.
 - **fp8 and fp4 matmuls** reach a share of their 2x and 4x higher peaks, fp8 / fp4: {low_precision}
   (shared: {shared.fp8_gemm_efficiency:.2f} / {shared.fp4_gemm_efficiency:.2f}). An engine gets its own
-  share only where one of its models is measured at that dtype and at another on one GPU family:
-  with one dtype per model the share absorbs whatever else makes that model slow (fitted per engine
-  regardless, TensorRT-LLM's fp8 share fell from 0.92 to 0.53 when Qwen3-32B was left out, to slow
-  its fp8 MoE prompts, and Qwen3-32B's TTFT came out 1.5-2.2x measured: TTFT leaving one model out
-  was 33 %, now 29 %). SGLang's low values (its fp4 share at the fit's lower bound, 0.30) come
-  mostly from its B300 rows (Qwen3.5-397B in bf16, fp8 and nvfp4, DeepSeek in fp8 and nvfp4),
+  share only where one of its models is measured at that dtype and at a wider one on one GPU family
+  at the same lengths: otherwise the share absorbs whatever else makes a model slow (fitted per
+  engine regardless, TensorRT-LLM's fp8 share fell from 0.92 to 0.53 when Qwen3-32B was left out, to
+  slow its fp8 MoE prompts, and Qwen3-32B's TTFT came out 1.5-2.2x measured; with any two dtypes of
+  one model counted, vLLM's fell from 1.0 to 0.42 when Llama-3.1-70B was left out, set by
+  Qwen3-32B's fp8 rows at 4,000 tokens against its bf16 rows at other lengths, and Llama-3.1-70B's
+  fp8 TTFT came out 2.2x measured, now 1.4x). vLLM's fp4 share comes from MiniMax-M2.5 in fp8 and
+  nvfp4 on B300; its fp8 share is the shared one. SGLang's low values (its fp4 share at the fit's
+  lower bound, 0.30) come mostly from its B300 rows (Qwen3.5-397B in bf16, fp8 and nvfp4, DeepSeek in fp8 and nvfp4),
   whose fp8 and fp4 prompts are not much faster than its bf16 ones, part of the slow B300 prefill
   above, and apply on every GPU; no TensorRT-LLM model is fitted at two dtypes, so it uses the
   shared shares.

@@ -134,9 +134,11 @@ def engine_rows(ms, engine: str, model: str = "") -> list:
 
 def test_a_dtype_share_is_fitted_only_where_a_model_is_measured_at_two_dtypes(loaded, catalog):
     """An engine's fp8 or fp4 share is told apart from the model's own kernels only by one model at
-    two dtypes on one GPU family: SGLang's Qwen3.5-397B runs in bf16, fp8 and nvfp4 on B300, so both
-    shares are fitted; every TensorRT-LLM model of the file has one dtype (Qwen3-32B and
-    Qwen3-235B-A22B fp8, Llama-3.1-8B bf16), so neither is."""
+    its dtype and a wider one, on one GPU family at the same lengths: SGLang's Qwen3.5-397B runs in
+    bf16, fp8 and nvfp4 on B300, so both shares are fitted; every TensorRT-LLM model of the file has
+    one dtype (Qwen3-32B and Qwen3-235B-A22B fp8, Llama-3.1-8B bf16), so neither is; vLLM's
+    MiniMax-M2.5 runs in fp8 and nvfp4 on B300 (the fp4 share), and its Qwen3-32B in fp8 only at
+    4,000 tokens, in bf16 at other lengths (no fp8 share)."""
     start = catalog.profile("literature")
     rest = tuple(n for n in fitting.ENGINE_PARAMS if n not in ("fp8_gemm_efficiency", "fp4_gemm_efficiency"))
 
@@ -152,3 +154,13 @@ def test_a_dtype_share_is_fitted_only_where_a_model_is_measured_at_two_dtypes(lo
     # fp8 on H100 and bf16 on A100 are two GPU families: nothing tells the share from the GPU
     a100 = [replace(m, precision="bf16", gpu="a100-80gb-sxm") for m in qwen]
     assert names(qwen + a100) == rest
+    # nor do bf16 rows at other lengths than the fp8 ones
+    longer = [replace(m, precision="bf16", input_tokens=m.input_tokens + 1) for m in qwen]
+    assert names(qwen + longer) == rest
+    vllm = names(engine_rows(loaded, "vllm"))
+    assert "fp4_gemm_efficiency" in vllm and "fp8_gemm_efficiency" not in vllm
+    # fp8 against fp4 (on B300, which computes in fp4) says how the two shares compare, not where
+    # fp8 stands: only the fp4 share is fitted
+    b300 = [replace(m, gpu="b300") for m in qwen]
+    fp4 = [replace(m, precision="nvfp4") for m in b300]
+    assert names(b300 + fp4) == (*rest[:2], "fp4_gemm_efficiency", *rest[2:])

@@ -420,14 +420,25 @@ DTYPE_SHARES = {"fp8": "fp8_gemm_efficiency", "fp4": "fp4_gemm_efficiency"}
 
 
 def identified(ev: Evaluator) -> tuple[str, ...]:
-    """The ENGINE_PARAMS these rows can fit: all but the dtype shares no model tells apart from its
-    own kernels. A share is fitted only where one model on one GPU family is measured at its dtype
-    and at another (SGLang's Qwen3.5-397B in bf16, fp8 and nvfp4 on B300): with one dtype per model
-    it would absorb whatever else makes that model slow. Leaving Qwen3-32B out, TensorRT-LLM's fp8
-    share fell from 0.92 to 0.53 to slow its fp8 MoE prompts (Qwen3-235B-A22B), and its Qwen3-32B
-    TTFT came out 1.5-2.2x measured."""
-    pairs = ev.base.group_by("model", "gpu_family").agg(pl.col("compute_dtype").cast(pl.String).unique())
-    contrasted = {d for dtypes in pairs["compute_dtype"].to_list() if len(dtypes) > 1 for d in dtypes}
+    """The ENGINE_PARAMS these rows can fit: all but the dtype shares no like-for-like contrast tells
+    apart. A share is fitted only where one model on one GPU family at the same lengths is measured
+    at its dtype and at a wider one: fp8 against 16-bit, fp4 against 16-bit or fp8 (SGLang's
+    Qwen3.5-397B in bf16, fp8 and nvfp4 on B300; vLLM's MiniMax-M2.5 in fp8 and nvfp4 on B300 fits
+    its fp4 share, its fp8 one staying shared). Otherwise a share absorbs whatever else makes a model
+    slow: leaving Qwen3-32B out, TensorRT-LLM's fp8 share fell from 0.92 to 0.53 to slow its fp8 MoE
+    prompts (Qwen3-235B-A22B) and its Qwen3-32B TTFT came out 1.5-2.2x measured; leaving
+    Llama-3.1-70B out, vLLM's fell from 1.0 to 0.42, set by Qwen3-32B's fp8 rows at 4,000 tokens
+    against its bf16 rows at other lengths, and Llama-3.1-70B's fp8 TTFT came out 2.2x measured."""
+    groups = ev.base.group_by("model", "gpu_family", "input_tokens", "output_tokens").agg(
+        pl.col("compute_dtype").cast(pl.String).unique()
+    )
+    wider = {"fp8": lambda d: d not in DTYPE_SHARES, "fp4": lambda d: d != "fp4"}
+    contrasted = {
+        dtype
+        for dtypes in groups["compute_dtype"].to_list()
+        for dtype in DTYPE_SHARES
+        if dtype in dtypes and any(wider[dtype](other) for other in dtypes)
+    }
     unknown = {share for dtype, share in DTYPE_SHARES.items() if dtype not in contrasted}
     return tuple(n for n in ENGINE_PARAMS if n not in unknown)
 
