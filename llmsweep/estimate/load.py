@@ -261,9 +261,10 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
        GPU). A share beta = burst_share of requests is instead served in synchronised waves: the n
        prompts arrive together, are prefilled back to back, r = max(1, K / S_in) per chunk, while
-       decoding waits, and then decode together at t(n) and end together (a benchmark's first wave;
-       and every wave of an engine that runs waiting prefills before decoding, as SGLang does by
-       default, since identical requests that start together stay in step). In a wave prompt j
+       decoding waits, and then decode together at t(n) and end together (a closed loop's first
+       wave, whose clustering identical requests keep in part: docs/serving.md step 6; and every
+       wave of an engine that runs waiting prefills before decoding, as SGLang does by default,
+       since identical requests that start together stay in step). In a wave prompt j
        completes with its chunk, so the mean TTFT is Q_w = p (n + min(r, n)) / 2 (exact when r
        divides n), every request takes R_w = n p + k t(n), and D_w = R_w - Q_w. TTFT and R are the
        beta-weighted means of the two modes, and ITL = (R - TTFT) / k. An empty prompt's first
