@@ -502,6 +502,15 @@ times ÷ factor):
 - **Scheduling is an engine setting.** SGLang's closed-loop waves (`burst_share` 1 in the profile)
   follow from its default scheduler; a server started with `--enable-mixed-chunk` mixes prompts
   into decode batches as vLLM does and is better described with a smaller `burst_share`.
+  aiconfigurator's deployment generator (aiconfigurator 0.12.0, generator/rule_plugin/*.rule) does
+  start SGLang that way for aggregated serving, and sets every engine's token budget near one
+  prompt (TensorRT-LLM max_num_tokens = max_batch_size + S_in + 500 with chunked prefill off,
+  vLLM max_num_batched_tokens = max_num_seqs + S_in + 1,500, SGLang max_prefill_tokens =
+  S_in + 1,500); whether the silicon rows ran with these rules is not recorded. SGLang's H100 rows
+  (0.5.1.post1) fit the waves (TTFT 5-12 %); its B300 rows (0.5.9 and later) grow more slowly
+  with concurrency for Qwen3.5-397B and GLM-5, as mixed chunks would, but estimated without
+  waves (`burst_share` 0.2 for SGLang on Blackwell) SGLang's TTFT at 33 clients or more came out
+  3.9x measured leaving one model out (its slow DeepSeek-R1 prompts queue): left as is.
 - **Prefill on consumer GPUs.** llama.cpp computes prompt matmuls with FP16 accumulation on GeForce
   cards (twice the FP32-accumulate rate the catalog uses); its own compute efficiency absorbs it.
 - **Saturated serving depends on the engine's KV-cache capacity and scheduler.** Runs at "as many
