@@ -538,7 +538,10 @@ times ÷ factor):
   one model counted, vLLM's fell from 1.0 to 0.42 when Llama-3.1-70B was left out, set by
   Qwen3-32B's fp8 rows at 4,000 tokens against its bf16 rows at other lengths, and Llama-3.1-70B's
   fp8 TTFT came out 2.2x measured, now 1.4x). vLLM's fp4 share comes from MiniMax-M2.5 in fp8 and
-  nvfp4 on B300; its fp8 share is the shared one. SGLang's low values (its fp4 share at the fit's
+  nvfp4 on B300; its fp8 share is the shared one. The price is paid leaving one GPU out: estimated
+  from its B300 rows alone (all fp8 and nvfp4 MoE), vLLM's slow MoE prompts there now lower its
+  compute efficiency rather than its fp8 share, and its H100 bf16 rows (Qwen3-32B) come out 1.74x
+  measured in TTFT (1.43x before). SGLang's low values (its fp4 share at the fit's
   lower bound, 0.30) come mostly from its B300 rows (Qwen3.5-397B in bf16, fp8 and nvfp4, DeepSeek in fp8 and nvfp4),
   whose fp8 and fp4 prompts are not much faster than its bf16 ones, part of the slow B300 prefill
   above, and apply on every GPU; no TensorRT-LLM model is fitted at two dtypes, so it uses the
