@@ -432,13 +432,12 @@ def identified(ev: Evaluator) -> tuple[str, ...]:
     groups = ev.base.group_by("model", "gpu_family", "input_tokens", "output_tokens").agg(
         pl.col("compute_dtype").cast(pl.String).unique()
     )
-    wider = {"fp8": lambda d: d not in DTYPE_SHARES, "fp4": lambda d: d != "fp4"}
-    contrasted = {
-        dtype
-        for dtypes in groups["compute_dtype"].to_list()
-        for dtype in DTYPE_SHARES
-        if dtype in dtypes and any(wider[dtype](other) for other in dtypes)
-    }
+    contrasted = set()
+    for dtypes in map(set, groups["compute_dtype"].to_list()):
+        if "fp8" in dtypes and dtypes - set(DTYPE_SHARES):  # against a 16-bit run
+            contrasted.add("fp8")
+        if "fp4" in dtypes and dtypes - {"fp4"}:  # against a 16-bit or an fp8 run
+            contrasted.add("fp4")
     unknown = {share for dtype, share in DTYPE_SHARES.items() if dtype not in contrasted}
     return tuple(n for n in ENGINE_PARAMS if n not in unknown)
 
