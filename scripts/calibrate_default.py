@@ -422,10 +422,11 @@ Median absolute error (median ratio in brackets) of the loaded rows:
 
 {headline(validations, moe)}
 
-The same rows left one model out, by client concurrency (median |error| (median ratio, rows)): at
-a few clients TTFT is too short (the measured runs show a floor of 100-250 ms that no prompt's work
-explains: TensorRT-LLM takes 170-250 ms for Qwen3-235B-A22B's 128- to 1,024-token prompts at 4-64
-clients, whatever their length), at many it is too long; TPOT holds across the range.
+The same rows left one model out, by client concurrency (median |error| (median ratio, rows)). At
+a few clients TensorRT-LLM's TTFT is still too short: its runs show a floor that no prompt's work
+explains (170-250 ms for Qwen3-235B-A22B's 128- to 1,024-token prompts at 4-64 clients, whatever
+their length). The other engines' TTFT and every engine's TPOT hold across the range, since a
+closed loop's requests wait for the prompt ahead of them in a train (docs/serving.md step 4).
 
 {by_concurrency(result.out_of_sample, moe)}
 

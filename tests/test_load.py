@@ -105,29 +105,49 @@ def test_toy_at_concurrency_1_is_single_stream():
 
 def test_toy_closed_loop_at_concurrency_8_by_hand():
     # The fixed point of closed_loop's steps 1-4 with n = 8, p = 0.1 s, k = 100, n_c = 1, solved by hand
-    # (iterating the lines below to convergence):
-    #   b_o = 7 D / R = 7 x 2.0106 / 2.1977 = 6.404 others decoding
-    #   u = 7 p / R = 0.7 / 2.1977 = 0.3185 of the time on their prefill
-    #   ITL = t(1 + b_o) / (1 - u) = (10 + 0.5 x 7.404) ms / 0.6815 = 13.70 / 0.6815 = 20.11 ms, D = 100 ITL
-    #   p_eff = p + t(b_o) = 0.1 + 0.0132 = 0.1132 s, s = ITL / 2 = 10.05 ms, a = 7 p_eff = 0.7924 s
-    #   T_q = p_eff R / (R - a) = 0.1132 x 2.1977 / 1.4053 = 0.1770 s, TTFT = T_q + s = 0.1871 s
-    #   R = TTFT + D = 0.1871 + 2.0106 = 2.1977 s
+    # (iterating the lines below to convergence). At 8 clients the train binds: each request but the
+    # first waits for the whole iteration carrying the prompt ahead of it, p_it = p + t(b_o):
+    #   b_o = 7 D / R = 7 x 1.99925 / 2.21143 = 6.328 others decoding
+    #   u = 7 p / R = 0.7 / 2.21143 = 0.3165 of the time on their prefill
+    #   ITL = t(1 + b_o) / (1 - u) = (10 + 0.5 x 7.328) ms / 0.6835 = 13.664 / 0.6835 = 19.99 ms, D = 100 ITL
+    #   p_eff = p_it = p + t(b_o) = 0.1 + 0.013164 = 0.113164 s
+    #   TTFT = p_eff + 7/8 p_it = 15/8 x 0.113164 = 0.21218 s, R = TTFT + D = 0.21218 + 1.99925 = 2.21143 s
+    # Mean-value analysis alone would wait less: a = 7 p_eff = 0.79215 s, T_q = p_eff R / (R - a) =
+    # 0.113164 x 2.21143 / 1.41928 = 0.17633 s, + s = ITL / 2 = 10.0 ms: 0.18633 s < 0.21218 s.
     r = closed(toy(batch=8))
-    assert r["request_latency_s"] == pytest.approx(2.1977, rel=1e-3)
-    assert r["tpot_s"] == pytest.approx(0.020106, rel=1e-3)
-    assert r["ttft_s"] == pytest.approx(0.1871, rel=2e-3)
-    assert r["decode_batch"] == pytest.approx(7.404, rel=2e-3)
-    # and the equations hold on the result (the estimator's two-solve root is within 0.5 % of them)
+    assert r["request_latency_s"] == pytest.approx(2.21143, rel=1e-4)
+    assert r["tpot_s"] == pytest.approx(0.0199925, rel=1e-4)
+    assert r["ttft_s"] == pytest.approx(0.21218, rel=1e-3)
+    assert r["decode_batch"] == pytest.approx(7.328, rel=1e-3)
+    # and the equations hold on the result
     R, itl = r["request_latency_s"], r["tpot_s"]
     D, b_o = 100 * itl, 7 * 100 * itl / r["request_latency_s"]
-    assert itl == pytest.approx(t(1 + b_o) / (1 - 0.7 / R), rel=5e-3)
+    assert itl == pytest.approx(t(1 + b_o) / (1 - 0.7 / R), rel=1e-3)
     p_eff = 0.1 + t(b_o)
-    assert r["ttft_s"] == pytest.approx(p_eff * R / (R - 7 * p_eff) + itl / 2, rel=5e-3)
-    # Little: requests/s = 8 / R = 3.640, output tokens/s = 101 x 8 / R = 367.7, per user = 101 / R = 45.96
+    assert r["ttft_s"] == pytest.approx(15 / 8 * p_eff, rel=1e-3)
+    assert p_eff * R / (R - 7 * p_eff) + itl / 2 < r["ttft_s"]
+    # Little: requests/s = 8 / R = 3.618, output tokens/s = 101 x 8 / R = 365.4, per user = 101 / R = 45.67
     assert r["requests_per_s_per_replica"] == pytest.approx(8 / R)
     assert r["output_tokens_per_s"] == pytest.approx(808 / R)
     assert r["decode_tokens_per_s_per_seq"] == pytest.approx(101 / R)
     assert D + r["ttft_s"] == pytest.approx(R)
+    # percentiles: 7 of 8 wait p_it, so p90 >= p_eff + p_it = 0.22633 s; the queue's tail is longer here:
+    # busy = 7 p_eff / R = 0.35821, E[W] / busy = T_q = 0.17633 s, s + p_eff + 0.17633 ln(0.35821 / 0.1)
+    # = 0.0100 + 0.11316 + 0.17633 x 1.27596 = 0.34816 s
+    assert r["ttft_p90_s"] == pytest.approx(0.34816, rel=2e-3)
+
+
+def test_toy_closed_loop_at_concurrency_16_queues_behind_more_than_one_prompt():
+    # At 16 clients prompts meet often enough that the queue of step 4 waits longer than the train
+    # (15/16 p_it): TTFT = T_q + s on the result, and more than p_eff + 15/16 p_it
+    r = closed(toy(batch=16))
+    R, itl = r["request_latency_s"], r["tpot_s"]
+    b_o = 15 * 100 * itl / R
+    p_eff = 0.1 + t(b_o)
+    t_q = p_eff * R / (R - 15 * p_eff)
+    assert r["ttft_s"] == pytest.approx(t_q + itl / 2, rel=5e-3)
+    assert r["ttft_s"] > p_eff + 15 / 16 * p_eff
+    assert r["request_latency_s"] == pytest.approx(16 / r["requests_per_s_per_replica"])
 
 
 def open_by_hand(lam: float, p_mix: float = 0.1) -> dict:
@@ -437,11 +457,11 @@ def test_a_prompt_under_load_never_gets_its_first_token_sooner_than_alone():
 
 
 def test_prefill_fraction_is_each_groups_share_of_time_on_prompts():
-    # steady mode (burst_share 0), the C = 8 case above: X = 8 / R = 8 / 2.1977 = 3.640 requests/s,
-    # each prompt adding p_mix = p = 0.1 s (compute-bound): 0.3640 of the replica's time
+    # steady mode (burst_share 0), the C = 8 case above: X = 8 / R = 8 / 2.21143 = 3.6176 requests/s,
+    # each prompt adding p_mix = p = 0.1 s (compute-bound): 0.36176 of the replica's time
     steady = closed(toy(batch=8))
     assert steady["prefill_fraction"] == pytest.approx(8 / steady["request_latency_s"] * 0.1, rel=1e-12)
-    assert steady["prefill_fraction"] == pytest.approx(0.3640, rel=1e-3)
+    assert steady["prefill_fraction"] == pytest.approx(0.36176, rel=1e-3)
     # a wave (burst_share 1): R_w = n p + k t(n) = 0.8 + 100 x 0.014 = 2.2 s, 8 / 2.2 x 0.1 = 0.36364
     assert closed(toy(batch=8, burst_share=1.0))["prefill_fraction"] == pytest.approx(0.8 / 2.2, rel=1e-12)
     # clients beyond the slots wait outside: the replica serves the same requests/s, so the same share

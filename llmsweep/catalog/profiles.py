@@ -10,10 +10,11 @@ from llmsweep.limits import RANGES, check, typed
 from llmsweep.limits import field as lim
 
 # Defaults for profile files written before these parameters existed: a 10 ms request overhead and
-# a burst share of 0.2 (a benchmark of five waves), first fitted on measured-load-dev.csv; the shipped
-# `default` fits the overhead per engine (scripts/calibrate_default.py, docs/fidelity.md).
+# a burst share of 0.15 (a benchmark's first wave, 0.05 of aiperf's measured requests, and the
+# clustering identical requests keep after it: docs/serving.md step 6); the shipped `default` fits
+# the overhead per engine (scripts/calibrate_default.py, docs/fidelity.md).
 REQUEST_OVERHEAD_S = 0.01
-BURST_SHARE = 0.2
+BURST_SHARE = 0.15
 # alpha of a collective across the scale-out network (InfiniBand / RoCE), before any fit: see
 # catalog/profiles.yaml (`literature` sources); `default` fits it on the rows that decode across
 # servers (calibrate/network.py).

@@ -18,9 +18,11 @@ Ingredients (per replica; the `compute` module gives them unloaded):
     K       prefill_chunk_tokens: prompt tokens one engine iteration takes (profile)
     n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
     o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
+    p_it    p_mix / max(n_c, 1) + t(b): an iteration carrying one chunk of another prompt, what a
+            closed loop's request waits for when it arrives in a train (train_share)
     beta    burst_share: share of closed-loop requests served in synchronised waves (profile; in
             the shipped profiles 1 for SGLang, whose scheduler runs waiting prefills before
-            decoding, 0.2 for other engines, 0 in `ideal`)
+            decoding, 0.15 for other engines, 0 in `ideal`)
 
 docs/serving.md has the derivations in prose, the fitted values and the errors on measured data.
 
@@ -154,6 +156,16 @@ def step_coefficients() -> dict[str, pl.Expr]:
     }
 
 
+def train_share(n: pl.Expr) -> pl.Expr:
+    """(n - 1) / n: the share of a closed loop's n requests (of one attention group) that re-arrive
+    while the request ahead of them in the train is being prefilled. Identical requests of a closed
+    loop whose prompts ride in decode steps (vLLM, TensorRT-LLM in-flight batching) leave the first
+    wave as a train, prefilled in consecutive iterations; each ends one iteration after the one ahead
+    of it, so its next prompt arrives during the iteration that carries that one's prompt and waits
+    for all of it (the first of the train arrives in a decode step). 0 for one request, 7/8 for 8."""
+    return (n - 1) / n
+
+
 def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.LazyFrame:
     """Steps 1-4 of closed_loop for a given number of other requests decoding (column `b`): the b
     that R and D imply (column `out`), and with `final` also _R, _D, _peff, _step, _share. Uses the
@@ -178,16 +190,29 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
         # its own first token comes when the iteration carrying its last chunk ends: a whole step
         # t(b) even when it fills only n_c < 1 of it, (1 - n_c) t(b) beyond its share of the server
         _own=(1 - c.prefill_chunks).clip(lower_bound=0.0) * share * (step - slope),
+        # the iteration carrying one chunk of another prompt, with the others' decode step in it
+        _pit=pl.col("_pl") / pl.max_horizontal(c.prefill_chunks, 1.0) + share * (step - slope),
     )
     peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
-    lf = lf.with_columns(_a=pl.col("_mg") * peff, _q=c1 * (1 + share * c.half_inv_decode_steps))  # D + s
-    a, q = pl.col("_a"), pl.col("_q")
+    lf = lf.with_columns(
+        _a=pl.col("_mg") * peff,
+        _q=c1 * (1 + share * c.half_inv_decode_steps),  # D + s
+        # in a train the request waits for the previous one's iteration, then its own service
+        _w=peff + train_share(pl.col("_mg") + 1) * pl.col("_pit"),
+    )
+    a, q, w = pl.col("_a"), pl.col("_q"), pl.col("_w")
     half = (a + cc + peff + q) / 2
-    lf = lf.with_columns(_R=half + pl.max_horizontal(half * half - (a * cc + peff * cc + q * a), 0.0).sqrt())
+    train = (w + cc + c1) / 2
+    lf = lf.with_columns(
+        _R=pl.max_horizontal(
+            half + pl.max_horizontal(half * half - (a * cc + peff * cc + q * a), 0.0).sqrt(),
+            train + pl.max_horizontal(train * train - w * cc, 0.0).sqrt(),
+        )
+    )
     lf = lf.with_columns(_D=c1 * pl.col("_R") / pl.max_horizontal(pl.col("_R") - cc, 1e-300))
     lf = lf.with_columns(**{out: m * pl.col("_D") / pl.col("_R")})
-    scratch = ["_cr", "_mr", "_slope", "_c1", "_cc", "_a", "_q"]
-    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share", "_pl", "_own"])
+    scratch = ["_cr", "_mr", "_slope", "_c1", "_cc", "_a", "_q", "_w"]
+    return lf.drop(scratch if final else [*scratch, "_R", "_D", "_peff", "_step", "_share", "_pl", "_own", "_pit"])
 
 
 def _wave_prompts() -> pl.Expr:
@@ -249,6 +274,14 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        R = T_q + s + D is then a quadratic: (R - a)(R - c) = p_eff (R - c) + c1 (1 + 1/(2k)) (R - a),
        larger root. It tends to R = p_eff + s + D when prompts rarely meet and to n p_eff when prefill
        is the bottleneck (the asymptotic bound of operational analysis).
+       Mean-value analysis takes arrivals to see the queue at a random moment; a closed loop of
+       identical requests does not. Its first wave leaves prefill as a train, one prompt an
+       iteration, and a request ends one iteration after the one ahead of it, so its next prompt
+       arrives while that one's is being prefilled and waits for the whole iteration, p_it = p_mix /
+       max(n_c, 1) + t(b) (a chunk of it and the others' decode step), instead of half an
+       iteration: all but the first of the n_g in a train (train_share). Then R - D = w = p_eff +
+       (n_g - 1) / n_g x p_it, and (R - w)(R - c) = c1 R, larger root. The wait is the larger of the
+       two, so R is the larger root: the train where prompts rarely meet, the queue where they do.
     5. p_eff and the roof depend on b, and b on R and D: b is the root of the decreasing function
        (n - 1) D(b) / R(b) - b on [0, n - 1]. Start from b0 = min(n - 1, k / n_c) (prefill-bound, a
        prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), map it
@@ -280,7 +313,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     alone) and u its share of a wave's chunk. At C = 1:
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
-    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait); in a wave,
+    queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait), and at least
+    the train's (every request but the first waits p_it: p_eff + p_it); in a wave,
     prompt j = ceil(q n) completes with chunk ceil(j / r), at min(n, r ceil(j / r)) p
     (_wave_quantile). Each mode is taken at the quantile it must reach alone to carry the mixture's
     tail (_tail_share) and the larger is used, a lower bound that is exact when one mode has all the
@@ -336,14 +370,19 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     lf = lf.with_columns(_slot=r_n * (conc / n - 1))
     slot = pl.col("_slot")
     busy = pl.col("_mg") * peff / pl.col("_R")
-    lf = lf.with_columns(_wait=pl.max_horizontal(t_q - peff, 0.0) / pl.max_horizontal(busy, 1e-300), _lnb=busy.log())
+    # E[W] / busy = T_q of step 4 at the operating point (in a train too: its wait is not a queue's)
+    queue = pl.col("_mg") * peff
+    lf = lf.with_columns(_wait=peff * pl.col("_R") / pl.max_horizontal(pl.col("_R") - queue, 1e-300), _lnb=busy.log())
     wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
+    # in a train every request but the first waits one whole iteration carrying another's prompt
+    train_q = pl.col("_own") + peff + (pl.col("_mg")).clip(upper_bound=1.0) * pl.col("_pit")
 
     def quantile(q: float) -> pl.Expr:
         """Each mode's quantile at the share of the tail it must carry alone; the larger is a lower
         bound on the mixture's q-quantile (exact when one mode has all the weight)."""
         q_s, q_wave = _tail_share(1 - beta, q), _tail_share(beta, q)
-        spread = pl.when(q_s.is_not_null()).then(s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0))
+        queued = s + peff + wait * pl.max_horizontal(ln_busy - (1 - q_s).log(), 0.0)
+        spread = pl.when(q_s.is_not_null()).then(pl.max_horizontal(queued, train_q))
         wave = pl.when(q_wave.is_not_null()).then(_wave_quantile(unit, n_g, r, q_wave))
         return c.request_overhead_s + slot + pl.max_horizontal(spread, wave)
 
@@ -389,6 +428,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_peff",
         "_pl",
         "_own",
+        "_pit",
         "_step",
         "_share",
         "_itl",
