@@ -423,10 +423,16 @@ Median absolute error (median ratio in brackets) of the loaded rows:
 {headline(validations, moe)}
 
 The same rows left one model out, by client concurrency (median |error| (median ratio, rows)). At
-a few clients TensorRT-LLM's TTFT is still too short: its runs show a floor that no prompt's work
+a few clients TensorRT-LLM's TTFT is still too short. Its runs show a floor that no prompt's work
 explains (170-250 ms for Qwen3-235B-A22B's 128- to 1,024-token prompts at 4-64 clients, whatever
-their length). The other engines' TTFT and every engine's TPOT hold across the range, since a
-closed loop's requests wait for the prompt ahead of them in a train (docs/serving.md step 4).
+their length), and at 8 clients its TTFT grows with the output length (Llama-3.1-8B, 1,024 in:
+191, 318 and 550 ms for 128, 256 and 512 out). By Little's law on the time before the first token,
+C x TTFT / R requests are waiting for theirs: at 8 clients a median of 1.05 for TensorRT-LLM
+(0.77 for Qwen3-32B, 1.2-1.4 for Llama-3.1-8B at every tp), 0.16 for vLLM and 0.25 for SGLang. So
+one request is nearly always waiting, as if TensorRT-LLM admitted a new request when another one
+ends rather than at the next iteration; no mechanism for it is modelled. The other engines' TTFT
+and every engine's TPOT hold across the range, since a closed loop's requests wait for the prompt
+ahead of them in a train (docs/serving.md step 4).
 
 {by_concurrency(result.out_of_sample, moe)}
 
