@@ -191,14 +191,14 @@ def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.Laz
         # t(b) even when it fills only n_c < 1 of it, (1 - n_c) t(b) beyond its share of the server
         _own=(1 - c.prefill_chunks).clip(lower_bound=0.0) * share * (step - slope),
         # the iteration carrying one chunk of another prompt, with the others' decode step in it
-        _pit=pl.col("_pl") / pl.max_horizontal(c.prefill_chunks, 1.0) + share * (step - slope),
+        _pit=pl.col("_pl") * pl.col("_chunk") + share * (step - slope),
     )
     peff, c1, cc = pl.col("_peff"), pl.col("_c1"), pl.col("_cc")
     lf = lf.with_columns(
         _a=pl.col("_mg") * peff,
         _q=c1 * (1 + share * c.half_inv_decode_steps),  # D + s
         # in a train the request waits for the previous one's iteration, then its own service
-        _w=peff + train_share(pl.col("_mg") + 1) * pl.col("_pit"),
+        _w=peff + pl.col("_pi") * pl.col("_pit"),
     )
     a, q, w = pl.col("_a"), pl.col("_q"), pl.col("_w")
     half = (a + cc + peff + q) / 2
@@ -327,6 +327,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         _m=n - 1,
         # others in the request's own attention group's prefill queue (prefill_servers)
         _mg=(n / c.dp_attention - 1).clip(lower_bound=0.0),
+        # the share of them that arrive in a train behind another's prompt, and a chunk's share of one
+        _pi=train_share(pl.max_horizontal(n / c.dp_attention, 1.0)),
+        _chunk=1 / pl.max_horizontal(c.prefill_chunks, 1.0),
         # weights read per step at this batch (MoE: the experts it touches) + fixed costs
         _M0=c.step_fixed_s + c.decode_weight_fraction * c.decode_memory_s,
         _b0=pl.min_horizontal(n - 1, c.prefill_bound_decoders),
@@ -429,6 +432,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         "_pl",
         "_own",
         "_pit",
+        "_pi",
+        "_chunk",
         "_step",
         "_share",
         "_itl",
