@@ -168,9 +168,10 @@ def train_share(n: pl.Expr) -> pl.Expr:
 
 def _solve_at(lf: pl.LazyFrame, b: str, out: str, final: bool = False) -> pl.LazyFrame:
     """Steps 1-4 of closed_loop for a given number of other requests decoding (column `b`): the b
-    that R and D imply (column `out`), and with `final` also _R, _D, _peff, _step, _share. Uses the
-    per-row columns _m (n - 1) and _M0. Staged so that each quantity is computed once, and written
-    with the cheapest polars operations (this runs on every row of a sweep, twice)."""
+    that R and D imply (column `out`), and with `final` also _R, _D, _peff, _step, _share, _pl, _own
+    and _pit. Uses the per-row columns _m (n - 1), _mg, _pi, _chunk and _M0. Staged so that each
+    quantity is computed once, and written with the cheapest polars operations (this runs on every
+    row of a sweep, three times)."""
     m, k, bb = pl.col("_m"), c.decode_steps, pl.col(b)
     f0, f1, m1 = c.step_fixed_s, c.step_compute_s_per_seq, c.step_memory_s_per_seq
     x = 1 + bb
