@@ -137,6 +137,22 @@ def test_toy_closed_loop_at_concurrency_8_by_hand():
     assert r["ttft_p90_s"] == pytest.approx(0.34816, rel=2e-3)
 
 
+def test_toy_closed_loop_at_concurrency_2_the_second_of_the_train_waits_for_the_first():
+    # n = 2: one of the two arrives while the other's prompt is prefilled. By hand (iterating):
+    #   b_o = D / R = 1.18174 / 1.34550 = 0.8783 others decoding (less than one: the step riding in a
+    #   prompt's iteration is scaled by min(b_o, 1), as in p_eff)
+    #   p_eff = p_it = 0.1 + 0.8783 x t(0.8783) = 0.1 + 0.8783 x 0.010439 = 0.109169 s
+    #   TTFT = p_eff + 1/2 p_it = 0.163753 s, D = 100 x t(1 + b_o) / (1 - p / R) = 1.18174 s, R = 1.34550 s
+    # and the p90 is the second's, p_eff + p_it = 0.218337 s, above the mean (the queue's exponential
+    # tail alone put it below: busy = p_eff / R = 0.081 < 0.1, so no wait at all at the 90th percentile)
+    r = closed(toy(batch=2))
+    assert r["request_latency_s"] == pytest.approx(1.34550, rel=1e-3)
+    assert r["ttft_s"] == pytest.approx(0.163753, rel=5e-3)
+    assert r["tpot_s"] == pytest.approx(0.0118174, rel=1e-3)
+    assert r["ttft_p90_s"] == pytest.approx(0.218337, rel=5e-3)
+    assert r["ttft_p90_s"] > r["ttft_s"]
+
+
 def test_toy_closed_loop_at_concurrency_16_queues_behind_more_than_one_prompt():
     # At 16 clients prompts meet often enough that the queue of step 4 waits longer than the train
     # (15/16 p_it): TTFT = T_q + s on the result, and more than p_eff + 15/16 p_it
