@@ -153,6 +153,16 @@ def test_toy_closed_loop_at_concurrency_2_the_second_of_the_train_waits_for_the_
     assert r["ttft_p90_s"] > r["ttft_s"]
 
 
+def test_an_empty_prompt_has_no_train_to_wait_in():
+    # No prefill iteration to wait for: the first token is a decode step, t(1) = 10.5 ms, riding in the
+    # running one (own = t(b_o)), and the wait is the queue's alone: TTFT = T_q + ITL / 2 + t(b_o)
+    r = closed(toy(batch=8, input_tokens=0))
+    R, itl = r["request_latency_s"], r["tpot_s"]
+    b_o = 7 * 100 * itl / R
+    p_eff = t(1)
+    assert r["ttft_s"] == pytest.approx(p_eff * R / (R - 7 * p_eff) + itl / 2 + t(b_o), rel=5e-3)
+
+
 def test_toy_closed_loop_at_concurrency_16_queues_behind_more_than_one_prompt():
     # At 16 clients prompts meet often enough that the queue of step 4 waits longer than the train
     # (15/16 p_it): TTFT = T_q + s on the result, and more than p_eff + 15/16 p_it

@@ -19,7 +19,8 @@ Ingredients (per replica; the `compute` module gives them unloaded):
     n_c     S_in / K: engine iterations' worth of prefill budget one prompt takes
     o       request_overhead_s: time outside the GPU before the first token (profile, fitted)
     p_it    p_mix / max(n_c, 1) + t(b): an iteration carrying one chunk of another prompt, what a
-            closed loop's request waits for when it arrives in a train (train_share)
+            closed loop's request waits for when it arrives in a train (train_share); p_mix blended
+            with p and t(b) scaled by min(b, 1), as in p_eff
     beta    burst_share: share of closed-loop requests served in synchronised waves (profile; in
             the shipped profiles 1 for SGLang, whose scheduler runs waiting prefills before
             decoding, 0.15 for other engines, 0 in `ideal`)
@@ -280,9 +281,12 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        iteration, and a request ends one iteration after the one ahead of it, so its next prompt
        arrives while that one's is being prefilled and waits for the whole iteration, p_it = p_mix /
        max(n_c, 1) + t(b) (a chunk of it and the others' decode step), instead of half an
-       iteration: all but the first of the n_g in a train (train_share). Then R - D = w = p_eff +
-       (n_g - 1) / n_g x p_it, and (R - w)(R - c) = c1 R, larger root. The wait is the larger of the
-       two, so R is the larger root: the train where prompts rarely meet, the queue where they do.
+       iteration: all but the first of the n_g in a train (train_share; the first's half iteration
+       is left out). At the train's root R - D = w = p_eff + (n_g - 1) / n_g x p_it (TTFT = w plus
+       the rest of its own iteration, as below), and (R - w)(R - c) = c1 R, larger root. A request
+       waits the longer of the two, so R is the larger root: the train where the queue ahead of a
+       prompt is shorter than one iteration (a few clients, or short prompts), the queue where it is
+       longer. An empty prompt has no prefill iteration to wait for: no train.
     5. p_eff and the roof depend on b, and b on R and D: b is the root of the decreasing function
        (n - 1) D(b) / R(b) - b on [0, n - 1]. Start from b0 = min(n - 1, k / n_c) (prefill-bound, a
        prompt finishes every 1 / n_c iterations and stays k iterations: k / n_c decode), map it
@@ -315,7 +319,8 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     b = u = s = a = c = 0, so TTFT = p (+ overhead), ITL = t(1), R = TTFT + k t(1): the single-stream
     figures. Percentiles: waiting is 0 with probability 1 - rho (rho = (n - 1) p_eff / R, the prefill
     queue's busy share an arrival sees) and exponential otherwise (see _quantile_wait), and at least
-    the train's (every request but the first waits p_it: p_eff + p_it); in a wave,
+    the train's (every request but the first waits p_it: p_eff + p_it + the rest of its own
+    iteration, p_it scaled by min(n_g - 1, 1) below two requests a group); in a wave,
     prompt j = ceil(q n) completes with chunk ceil(j / r), at min(n, r ceil(j / r)) p
     (_wave_quantile). Each mode is taken at the quantile it must reach alone to carry the mixture's
     tail (_tail_share) and the larger is used, a lower bound that is exact when one mode has all the
@@ -328,8 +333,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         _m=n - 1,
         # others in the request's own attention group's prefill queue (prefill_servers)
         _mg=(n / c.dp_attention - 1).clip(lower_bound=0.0),
-        # the share of them that arrive in a train behind another's prompt, and a chunk's share of one
-        _pi=train_share(pl.max_horizontal(n / c.dp_attention, 1.0)),
+        # the share of them that arrive in a train behind another's prompt (none without prompts),
+        # and a chunk's share of one
+        _pi=pl.when(c.input_tokens > 0).then(train_share(pl.max_horizontal(n / c.dp_attention, 1.0))).otherwise(0.0),
         _chunk=1 / pl.max_horizontal(c.prefill_chunks, 1.0),
         # weights read per step at this batch (MoE: the experts it touches) + fixed costs
         _M0=c.step_fixed_s + c.decode_weight_fraction * c.decode_memory_s,
