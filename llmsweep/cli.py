@@ -84,10 +84,43 @@ class BatchType(click.ParamType):
 _interrupted = False  # a termination signal arrived: what fails after it is its consequence
 
 
-def _interrupt(signum, _frame):
+def _in_polars(frame) -> bool:
+    """True when `frame` runs polars' own Python code."""
+    name = getattr(getattr(frame, "f_code", None), "co_filename", None) or ""
+    return "/polars/" in name.replace("\\", "/")
+
+
+def _interrupt(signum, frame):
+    """Raise KeyboardInterrupt where the signal lands, unless that is polars' own code: it may be a
+    callback from polars' Rust code (reading a schema with a categorical column calls back into
+    Python), which makes a panic of an exception raised there and prints a Rust backtrace. Then the
+    interrupt is raised at the next line of the first frame outside polars that runs (a trace
+    function on the frames below, and on new ones)."""
     global _interrupted
     _interrupted = True
-    raise KeyboardInterrupt(f"signal {signum}")
+    if not _in_polars(frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    traced = []
+
+    def trace(f, event, _arg):
+        if not traced or _in_polars(f):
+            return None  # polars' frames run untraced; once raised, nothing is
+        if event in ("call", "line"):
+            sys.settrace(None)
+            for each in traced:  # the cleanup that unwinding runs must not be interrupted again
+                each.f_trace = None
+            traced.clear()
+            raise KeyboardInterrupt(f"signal {signum}")
+        return trace
+
+    below = frame.f_back
+    while below is not None:
+        if not _in_polars(below):
+            below.f_trace, below.f_trace_lines = trace, True
+            traced.append(below)
+        below = below.f_back
+    sys.settrace(trace)
 
 
 def _handle_termination() -> None:

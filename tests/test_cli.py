@@ -334,3 +334,35 @@ def test_an_error_a_library_makes_of_an_interrupt_ends_as_aborted(monkeypatch):
     monkeypatch.setattr(cli, "_interrupted", False)
     with pytest.raises(RuntimeError):
         cli._errors_to_exit(lambda: (_ for _ in ()).throw(RuntimeError("bug")))()
+
+
+def test_an_interrupt_waits_while_polars_code_runs(monkeypatch):
+    # A KeyboardInterrupt raised in a Python callback that polars' Rust code made (reading a schema)
+    # becomes a Rust panic with a backtrace on stderr. So a signal that lands in polars' own code is
+    # raised at the next line of the first frame outside polars: a trace function on the frames
+    # below it, and on frames called later.
+    from types import SimpleNamespace
+
+    from llmsweep import cli
+
+    traces = []
+    monkeypatch.setattr(cli.sys, "settrace", traces.append)
+    monkeypatch.setattr(cli, "_interrupted", False)
+
+    def frame(path, back=None):
+        return SimpleNamespace(f_code=SimpleNamespace(co_filename=path), f_back=back, f_trace=None, f_trace_lines=False)
+
+    ours = frame("/src/llmsweep/pipeline.py")
+    wrapper = frame("/venv/site-packages/polars/lazyframe/frame.py", ours)
+    callback = frame("/venv/site-packages/polars/datatypes/classes.py", wrapper)
+
+    assert cli._interrupt(15, callback) is None  # not raised inside polars
+    (trace,) = traces
+    assert cli._interrupted and ours.f_trace is trace and ours.f_trace_lines and wrapper.f_trace is None
+    assert trace(callback, "line", None) is None  # polars' frames run untraced
+    with pytest.raises(KeyboardInterrupt, match="signal 15"):
+        trace(ours, "line", None)  # back in our code: raised there, and tracing ends
+    assert traces[-1] is None and ours.f_trace is None
+    assert trace(ours, "line", None) is None  # the cleanup unwinding runs is not interrupted again
+    with pytest.raises(KeyboardInterrupt, match="signal 2"):
+        cli._interrupt(2, ours)  # a signal outside polars is raised at once
