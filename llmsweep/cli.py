@@ -91,22 +91,26 @@ def _in_polars(frame) -> bool:
 
 
 def _interrupt(signum, frame):
-    """Raise KeyboardInterrupt where the signal lands, unless that is polars' own code: it may be a
-    callback from polars' Rust code (reading a schema with a categorical column calls back into
-    Python), which makes a panic of an exception raised there and prints a Rust backtrace. Then the
-    interrupt is raised at the next line of the first frame outside polars that runs (a trace
-    function on the frames below, and on new ones)."""
+    """Raise KeyboardInterrupt where the signal lands, unless polars is running (a polars frame on
+    the stack): the code may be a callback from polars' Rust code (reading a schema with a
+    categorical column calls back into Python), which makes a panic of an exception raised there and
+    prints a Rust backtrace. Then the interrupt is raised at the next line that runs in the code that
+    called polars, the frames below its outermost one (a trace function on those frames only)."""
     global _interrupted
     _interrupted = True
-    if not _in_polars(frame):
+    outermost, f = None, frame
+    while f is not None:
+        outermost = f if _in_polars(f) else outermost
+        f = f.f_back
+    if outermost is None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     traced = []
 
     def trace(f, event, _arg):
-        if not traced or _in_polars(f):
-            return None  # polars' frames run untraced; once raised, nothing is
-        if event in ("call", "line"):
+        if event == "call" or not any(f is each for each in traced):
+            return None  # new frames run untraced (polars may call a library's Python code)
+        if event == "line":
             sys.settrace(None)
             for each in traced:  # the cleanup that unwinding runs must not be interrupted again
                 each.f_trace = None
@@ -114,11 +118,10 @@ def _interrupt(signum, frame):
             raise KeyboardInterrupt(f"signal {signum}")
         return trace
 
-    below = frame.f_back
+    below = outermost.f_back
     while below is not None:
-        if not _in_polars(below):
-            below.f_trace, below.f_trace_lines = trace, True
-            traced.append(below)
+        below.f_trace, below.f_trace_lines = trace, True
+        traced.append(below)
         below = below.f_back
     sys.settrace(trace)
 

@@ -338,9 +338,9 @@ def test_an_error_a_library_makes_of_an_interrupt_ends_as_aborted(monkeypatch):
 
 def test_an_interrupt_waits_while_polars_code_runs(monkeypatch):
     # A KeyboardInterrupt raised in a Python callback that polars' Rust code made (reading a schema)
-    # becomes a Rust panic with a backtrace on stderr. So a signal that lands in polars' own code is
-    # raised at the next line of the first frame outside polars: a trace function on the frames
-    # below it, and on frames called later.
+    # becomes a Rust panic with a backtrace on stderr. So a signal that lands while polars runs (a
+    # polars frame on the stack) is raised at the next line of the code that called polars: a trace
+    # function on the frames below the outermost polars frame, and on no other.
     from types import SimpleNamespace
 
     from llmsweep import cli
@@ -355,11 +355,12 @@ def test_an_interrupt_waits_while_polars_code_runs(monkeypatch):
     ours = frame("/src/llmsweep/pipeline.py")
     wrapper = frame("/venv/site-packages/polars/lazyframe/frame.py", ours)
     callback = frame("/venv/site-packages/polars/datatypes/classes.py", wrapper)
-
-    assert cli._interrupt(15, callback) is None  # not raised inside polars
+    library = frame("/usr/lib/python3.11/enum.py", callback)  # what the callback calls
+    assert cli._interrupt(15, library) is None  # not raised while polars runs
     (trace,) = traces
     assert cli._interrupted and ours.f_trace is trace and ours.f_trace_lines and wrapper.f_trace is None
-    assert trace(callback, "line", None) is None  # polars' frames run untraced
+    assert trace(callback, "line", None) is None and trace(library, "line", None) is None  # run untraced
+    assert trace(frame("/src/llmsweep/x.py", library), "call", None) is None  # and so do new frames
     with pytest.raises(KeyboardInterrupt, match="signal 15"):
         trace(ours, "line", None)  # back in our code: raised there, and tracing ends
     assert traces[-1] is None and ours.f_trace is None
