@@ -294,7 +294,7 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
        that b and its image (three quadratic solves, no per-row loop: this runs on every row of a
        sweep; the third keeps TPOT monotone in the hardware's speed deep in the prefill-bound
        regime). Against the exact root, R is within 1.5 % and TTFT within 10 % wherever TTFT < 2 s
-       (0.2 % at the C = 8 case of tests/test_load.py); deep in the prefill-bound regime (TTFT of
+       (0.01 % and 0.1 % at the C = 8 case of tests/test_load.py); deep in the prefill-bound regime (TTFT of
        tens of seconds) TTFT may be off by up to 80 %.
     6. The first token also waits request_overhead_s (server, tokeniser; a think time outside the
        GPU). A share beta = burst_share of requests is instead served in synchronised waves: the n
