@@ -86,3 +86,22 @@ def test_two_sources_of_one_configuration_are_counted_with_their_floor(script):
     lines = table.splitlines()
     assert len(lines) == 3
     assert lines[2] == "| `ttft_ms` | two sources | 1 | 2 | 4.00× (4.0×) | 75% | 112% |"
+
+
+def test_the_quoted_ttft_ratios_are_of_the_matching_loaded_rows_only(script):
+    # three TTFT rows of vLLM on H100 (estimates 2x, 1x and 0.5x measured in one validation), and rows
+    # the quote must leave out: another engine, a TPOT row, a max-throughput row, a disaggregated row
+    residuals = pl.DataFrame(
+        {
+            "metric": ["ttft_ms"] * 3 + ["ttft_ms", "tpot_ms", "ttft_ms", "ttft_ms"],
+            "serving": ["aggregated"] * 6 + ["disaggregated"],
+            "batch": ["8", "16", "32", "8", "8", "max", "8"],
+            "engine": ["vllm"] * 3 + ["sglang", "vllm", "vllm", "vllm"],
+            "gpu": ["h100-sxm"] * 7,
+            "measured": [100.0, 200.0, 400.0, 100.0, 10.0, 100.0, 100.0],
+            "est": [200.0, 200.0, 200.0, 900.0, 90.0, 900.0, 900.0],
+        }
+    )
+    ratios = script.ttft_ratios(residuals, "est", engine="vllm", gpu="h100-sxm")
+    assert ratios.to_list() == [2.0, 1.0, 0.5]
+    assert ratios.median() == 1.0  # the median of 0.5, 1 and 2
