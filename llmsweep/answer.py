@@ -282,7 +282,7 @@ def speculation_text(o: dict, settings: list[dict] | None = None, profile: str =
     k = o["draft_tokens"]
     source = "(the sweep's)" if speculation_given(o, settings) else f"assumed (the {profile or 'efficiency'} profile's)"
     alpha = o.get("acceptance_rate")
-    accepted = f", acceptance {alpha:.2f} {source}" if not _missing(alpha) else ""
+    accepted = f", acceptance {alpha:.3g} {source}" if not _missing(alpha) else ""
     e = o.get("tokens_per_step")
     step = f", {e:.2f} tokens a step" if not _missing(e) else ""
     return f"{name}, {k} drafted token{'s' if k != 1 else ''}{accepted}{step}"
@@ -304,7 +304,7 @@ def speculation_statement(rows: list[dict], settings: list[dict] | None = None, 
             source = "as the sweep states"
         else:
             source = f"the {profile or 'efficiency'} profile's {method}_acceptance (the sweep states none)"
-        seen[(method, k, alpha)] = f"{name} with {tokens} at acceptance {alpha:.2f}, {source}"
+        seen[(method, k, alpha)] = f"{name} with {tokens} at acceptance {alpha:.3g}, {source}"
     if not seen:
         return ""
     return (

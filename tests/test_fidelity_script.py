@@ -102,6 +102,7 @@ def test_the_quoted_ttft_ratios_are_of_the_matching_loaded_rows_only(script):
             "est": [200.0, 200.0, 200.0, 900.0, 90.0, 900.0, 900.0],
         }
     )
-    ratios = script.ttft_ratios(residuals, "est", engine="vllm", gpu="h100-sxm")
+    ratios = script.ratios(residuals, "est", engine="vllm", gpu="h100-sxm")
     assert ratios.to_list() == [2.0, 1.0, 0.5]
     assert ratios.median() == 1.0  # the median of 0.5, 1 and 2
+    assert script.ratios(residuals, "est", "tpot_ms", engine="vllm").to_list() == [9.0]  # the TPOT row alone

@@ -393,9 +393,12 @@ def test_a_report_states_each_options_serving_mode(modes):
     assert f"KV cache over the network (NICs), {dis['kv_transfer_s'] * 1e3:.1f} ms a prompt" in md
     # the acceptance is an assumption, and it says whose: the default profile's for MTP on B200 under vLLM
     a = profile_acceptance()
-    assert f"MTP, 1 drafted token, acceptance {a:.2f} assumed (the default profile's), {1 + a:.2f} tokens a step" in md
+    mtp = plan.filter(pl.col("speculative") == "mtp").row(0, named=True)
+    assert mtp["tokens_per_step"] == pytest.approx(1 + a)  # E = 1 + alpha at one drafted token
+    e = mtp["tokens_per_step"]
+    assert f"MTP, 1 drafted token, acceptance {a:.3g} assumed (the default profile's), {e:.2f} tokens a step" in md
     assert (
-        f"Speculative decoding: MTP with 1 drafted token at acceptance {a:.2f}, the default profile's mtp_acceptance "
+        f"Speculative decoding: MTP with 1 drafted token at acceptance {a:.3g}, the default profile's mtp_acceptance "
         "(the sweep states none). The acceptance is an assumption"
     ) in md
     assert "prefix cache: 50% of prompt tokens" in md
