@@ -436,7 +436,7 @@ The search is Levenberg-Marquardt on the log errors: a step's candidates (the Ja
 three damped steps), the sub-fits that do not depend on one another (per GPU family, per engine)
 and the folds of a cross-validation are evaluated together in one estimator pass each, so the
 whole refit takes seconds, not minutes: `python benchmarks/bench_refit.py` prints its wall time and
-peak memory, 22 s and 525 MiB on two cores, where the Nelder-Mead search it replaced took 356 s.
+peak memory, 30 s and 600 MiB on two cores (December 2026), where the Nelder-Mead search it replaced took 356 s.
 
 ## Headline: TTFT and TPOT at a stated concurrency
 
@@ -601,7 +601,7 @@ times ÷ factor):
   fixed time per request, pulled towards 50 ms) absorbs a little of it; the rest is the error in
   the table above. TPOT, which the decode pool sets, is not affected.
 - **MTP acceptance on benchmark prompts.** InferenceX sends random tokens, which the MTP module
-  predicts worse than text: the acceptance fitted on its rows ({result.profile.defaults.mtp_acceptance:.2f})
+  predicts worse than text: the acceptance fitted on its rows ({result.profile.defaults.mtp_acceptance:.3g})
   is what `default` ships, on the side of caution; DeepSeek reports 0.85-0.90 on text (V3 report
   §5.4.3). Give your traffic's `acceptance:` in the sweep.
 """
