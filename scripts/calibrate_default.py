@@ -552,7 +552,11 @@ times ÷ factor):
   half-performance length) was tried and left out: it made the 1k-token MoE prompts too slow
   (in-sample MoE TTFT 26 % -> 30 %), and a free fit of it worsened the medians; so did a separate
   efficiency for the experts' grouped GEMMs and one for FP4 GEMMs, which the data moved only a few
-  per cent from where they started.
+  per cent from where they started. A term for every layer's traffic outside the GEMMs (norms,
+  residual adds, rotary, attention input and output: 12 passes over a d-wide 16-bit vector a layer
+  and 3 over the dense MLP's width, a count of the kernels, not fitted) took TTFT leaving one GPU
+  out from 30 % to 29 % and SGLang's TPOT bias there from 0.88 to 0.86 (December 2026): too little
+  for a term of its own, left out.
 - **Attention dtype.** Attention runs at the 16-bit rate, or at the fp8 rate over an 8-bit cache
   (FlashMLA, TensorRT-LLM's and FlashAttention-3's fp8 kernels). Which kernel an engine picks for a
   given cache is a default that the measured files do not state.
