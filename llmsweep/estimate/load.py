@@ -379,13 +379,13 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
     itl = pl.when(k > 0).then(pl.col("_dn") / k).otherwise(pl.col("_itl"))
     lf = lf.with_columns(_slot=r_n * (conc / n - 1))
     slot = pl.col("_slot")
-    busy = pl.col("_mg") * peff / pl.col("_R")
+    # the prompts ahead of an arrival, a = (n_g - 1) p_eff, and the busy share they make, a / R
+    queue, r_op = pl.col("_mg") * peff, pl.col("_R")
     # E[W] / busy = T_q of step 4 at the operating point (in a train too: its wait is not a queue's)
-    queue = pl.col("_mg") * peff
-    lf = lf.with_columns(_wait=peff * pl.col("_R") / pl.max_horizontal(pl.col("_R") - queue, 1e-300), _lnb=busy.log())
+    lf = lf.with_columns(_wait=peff * r_op / pl.max_horizontal(r_op - queue, 1e-300), _lnb=(queue / r_op).log())
     wait, ln_busy = pl.col("_wait"), pl.col("_lnb")
     # in a train every request but the first waits one whole iteration carrying another's prompt
-    train_q = pl.col("_own") + peff + (pl.col("_mg")).clip(upper_bound=1.0) * pl.col("_pit")
+    train_q = pl.col("_own") + peff + pl.col("_mg").clip(upper_bound=1.0) * pl.col("_pit")
 
     def quantile(q: float) -> pl.Expr:
         """Each mode's quantile at the share of the tail it must carry alone; the larger is a lower
