@@ -753,7 +753,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "fraction",
             "Prefill pool busy",
-            "Share of the prefill pool's time spent prefilling: requests/s x prefill_s / prefill_workers.",
+            "Share of the prefill pool's time spent prefilling: requests/s x prefill_s / (prefill_workers x "
+            "prefill_dp_attention), each attention group prefilling one prompt at a time.",
         ),
         (
             "weight_bytes",
@@ -891,7 +892,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "sequences",
             "Decode batch",
-            "Mean sequences in a decode step at this concurrency (requests still in prefill excluded).",
+            "Mean sequences in a decode step at this concurrency (requests still in prefill excluded): the "
+            "replica's in aggregated serving, one decode worker's in disaggregated serving.",
         ),
         (
             "tpot_s",

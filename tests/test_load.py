@@ -151,6 +151,11 @@ def test_toy_closed_loop_at_concurrency_2_the_second_of_the_train_waits_for_the_
     assert r["tpot_s"] == pytest.approx(0.0118174, rel=1e-3)
     assert r["ttft_p90_s"] == pytest.approx(0.218337, rel=5e-3)
     assert r["ttft_p90_s"] > r["ttft_s"]
+    # p99: at most the one prompt ahead, s + p_eff + 1 x p_eff, s = min(b_o, 1) ITL / 2 = 0.8783 x
+    # 11.8174 ms / 2 = 5.1896 ms: 0.0051896 + 2 x 0.109169 = 0.223527 s. The exponential tail alone
+    # would give T_q = p_eff R / (R - p_eff) = 0.118812 s, x ln(0.08114 / 0.01) = 2.0937: 0.36313 s,
+    # a wait longer than the whole queue ahead of it
+    assert r["ttft_p99_s"] == pytest.approx(0.223527, rel=5e-3)
 
 
 def test_an_empty_prompt_has_no_train_to_wait_in():
@@ -280,6 +285,17 @@ def test_a_synchronised_wave_prefills_back_to_back_then_decodes_together():
     assert closed(toy(batch=8, burst_share=1.0, prefill_chunk_tokens=2500))["ttft_p90_s"] == pytest.approx(0.8)
 
 
+def test_a_wave_packs_the_prompt_tokens_computed_not_the_prompt():
+    # a prefix cache leaves 250 of the 1,000 prompt tokens to compute (p = 0.1 s as given): a
+    # 1,000-token chunk holds r = 1,000 / 250 = 4 prompts, which complete at 0.4 s and 0.8 s, mean
+    # 0.6 s, as the 4,000-token chunk of full prompts above; the last at 0.8 s
+    frame = toy(batch=8, burst_share=1.0).with_columns(prefill_new_tokens=pl.lit(250.0))
+    r = closed(frame.with_columns(**load.step_coefficients()))
+    assert r["ttft_s"] == pytest.approx(0.6)
+    assert r["ttft_p90_s"] == pytest.approx(0.8)
+    assert r["request_latency_s"] == pytest.approx(2.2)
+
+
 def test_a_wave_of_empty_prompts_gets_its_first_tokens_in_one_step():
     # no prompt: the first token of all 8 comes from one batched step t(8) = 14 ms, then 100 more
     # steps: TTFT = 14 ms, R = 101 x 14 ms = 1.414 s, TPOT = 14 ms
@@ -299,6 +315,15 @@ def test_without_a_decode_phase_requests_are_not_kept_in_step():
         assert r["request_latency_s"] == pytest.approx(steady["request_latency_s"])
         assert r["requests_per_s_per_replica"] <= 10.0 * (1 + 1e-9)
         assert r["prefill_fraction"] <= 1 + 1e-9
+
+
+def test_one_output_token_has_no_interval_to_stretch():
+    # S_out = 1: no request decodes (D = 0, b = 0), so tpot_s is the step a next token would take,
+    # t(1) = 10 ms + 0.5 ms = 10.5 ms, however many prompts queue (not t(1) / (1 - u), u the share of
+    # time on prompts: at 1,000 clients that was 10.5 s); the open loop near capacity the same
+    for batch in (8, 1000):
+        assert closed(toy(batch=batch, output_tokens=1))["tpot_s"] == pytest.approx(0.0105, rel=1e-12)
+    assert opened(toy(output_tokens=1), 9.0)["tpot_s"] == pytest.approx(0.0105, rel=1e-12)
 
 
 def test_the_wave_share_mixes_both_modes_with_littles_law():

@@ -29,7 +29,11 @@ So with g the sequences of an attention group, F and KV one sequence's FLOPs and
 (load.step_s; W(t) = weights t tokens read, compute.weight_bytes_read). The step yields E tokens
 per sequence on average (tokens_per_step): for an i.i.d. per-token acceptance alpha,
 E = (1 - alpha^(k+1)) / (1 - alpha) (Leviathan et al., ICML 2023, eq. 1); for per-position rates
-a_1..a_k, E = 1 + a_1 + a_1 a_2 + ... (the spec resolves them). TPOT = step / E. With k = 0 every
+a_1..a_k, E = 1 + a_1 + a_1 a_2 + ... (the spec resolves them). TPOT = step / E, and the S_out - 1
+tokens after the first take (S_out - 1) / E steps, a mean that leaves out the last step's overshoot
+(it may accept more tokens than the request has left): renewal theory adds about
+(E[J^2] - E) / (2 E^2) steps, J the tokens a step yields, 0.42 at alpha = 0.7 and k = 3, so the
+decode phase is short by that much, 1 % of a 100-token answer and more of a shorter one. With k = 0 every
 factor is 1 and the terms are the plain decode step. Nothing here decides when speculation pays:
 at a small batch the step is memory-bound and barely grows with q (TPOT ~ step / E); at a large
 batch it is compute-bound and grows by (q + k f), which E no longer covers.
