@@ -3,6 +3,8 @@ roofline limits, and Little's law in every mode, closed and open loop."""
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -79,6 +81,40 @@ def test_1p2d_at_concurrency_16_by_hand():
     assert r["ttft_s"] == pytest.approx(big_r - 100 * t_d, rel=1e-9)
     assert r["prefill_utilization"] == pytest.approx(16 / big_r * 0.1, rel=1e-9)
     assert r["requests_per_s_per_replica"] * r["request_latency_s"] == pytest.approx(16)
+    # p90: an arrival finds the worker busy with the others' prompts 15/16 of rho = 0.8118 of the time
+    # (Sakasegawa's exponent sqrt(2 x 2) - 1 = 1 at x = 1), and waits E[W] / busy x ln(busy / 0.1);
+    # at most the 15 prompts ahead, 1.5 s, which does not bind here
+    busy = 15 / 16 * 16 / big_r * 0.1
+    p90_wait = wait / busy * math.log(busy / 0.1)
+    assert p90_wait < 1.5
+    assert r["ttft_p90_s"] == pytest.approx(0.1 + 0.0115 + t_d + p90_wait, rel=1e-9)
+
+
+def test_no_prompt_waits_for_a_prefill_worker_when_every_client_has_one():
+    # 8 clients, 8 prefill workers, p = 1 s, 10 decode steps: a prompt always finds a free worker, so
+    # TTFT = p + tau + t_d(1) = 1 + 0.0115 + 0.0105 = 1.022 s, its percentiles too (Seidmann's
+    # a = 7 p / 8 would make it wait 0.24 s on average)
+    slow = dict(prefill_s=1.0, prefill_compute_s=1.0, output_tokens=11)
+    r = closed_disaggregated(toy_disaggregated(batch=8, prefill_workers=8, **slow))
+    assert r["tpot_s"] == pytest.approx(0.0105, rel=1e-12)
+    for name in ("ttft_s", "ttft_p90_s", "ttft_p99_s"):
+        assert r[name] == pytest.approx(1.022, rel=1e-12)
+    assert r["request_latency_s"] == pytest.approx(1.022 + 10 * 0.0105, rel=1e-12)
+    # 9 clients: at most one service of p ahead (ceil((9 - 8) / 8) = 1), so p99 <= 2.022 s
+    nine = closed_disaggregated(toy_disaggregated(batch=9, prefill_workers=8, **slow))
+    assert 1.022 < nine["ttft_s"] < nine["ttft_p99_s"] <= 1.0115 + nine["tpot_s"] + 1.0 + 1e-12
+
+
+def test_a_prefill_bound_pool_serves_no_more_than_x_prompts_per_p():
+    # 64 clients on 4 prefill workers of p = 1 s, 10 decode steps: the pool completes at most
+    # x / p = 4 prompts/s, so R >= 64 / 4 = 16 s (the queue ahead alone, a = (64 - 4) / 4 = 15 s,
+    # would give R = 15 s + p / x + ... < 16 s); the requests/s are the pool's
+    slow = dict(prefill_s=1.0, prefill_compute_s=1.0, output_tokens=11)
+    r = closed_disaggregated(toy_disaggregated(batch=64, prefill_workers=4, **slow))
+    assert r["request_latency_s"] == pytest.approx(16.0, rel=1e-12)
+    assert r["requests_per_s_per_replica"] == pytest.approx(4.0, rel=1e-12)
+    assert r["prefill_utilization"] == pytest.approx(1.0, rel=1e-12)
+    assert r["ttft_s"] + 10 * r["tpot_s"] == pytest.approx(16.0, rel=1e-12)
 
 
 def test_decode_pool_at_8_sequences_per_worker_when_prefill_is_short():
