@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import signal
 import sys
 from functools import wraps
@@ -79,6 +80,17 @@ class BatchType(click.ParamType):
         if not 1 <= n <= MAX_BATCH:
             self.fail(f"{n} is not a positive integer up to {MAX_BATCH:,} or 'max'", param, ctx)
         return n
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that refuses nan (which compares false with either bound, so FloatRange lets it
+    through)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number in the range {self._describe_range()}", param, ctx)
+        return number
 
 
 _interrupted = False  # a termination signal arrived: what fails after it is its consequence
@@ -259,7 +271,7 @@ def main() -> None:
 )
 @click.option(
     "--acceptance",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=FiniteRange(0, 1, min_open=True),
     help="Chance a drafted token is accepted (default: the profile's mtp_acceptance, eagle_acceptance or "
     "draft_acceptance; `default` ships mtp fitted on random-token benchmark prompts, about 0.5, and 0.7 "
     "for the others).",
@@ -269,7 +281,7 @@ def main() -> None:
 )
 @click.option(
     "--prefix-hit-rate",
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteRange(0, 1, max_open=True),
     default=0.0,
     show_default=True,
     help="Share of prompt tokens served from the prefix cache: prefill computes the rest.",

@@ -4,6 +4,8 @@ line; real-world GPU, GGUF and llama.cpp type names resolve."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -174,3 +176,68 @@ def test_aiperf_csv_with_the_concurrency_given(tmp_path):
     result = CliRunner().invoke(main, [*args, "--batch", "16", "-o", str(tmp_path / "c")])
     assert result.exit_code == 0, result.output
     assert ",16," in (tmp_path / "c" / "comparison.csv").read_text()
+
+
+def _lines(name: str) -> list[dict]:
+    return [json.loads(line) for line in (F / name).read_text().splitlines() if line.strip()]
+
+
+def _aiperf_json(big):
+    data = json.loads((F / "profile_export_aiperf.json").read_text())
+    data["time_to_first_token"]["avg"] = big
+    return json.dumps(data), "export.json", "export.json:ttft_ms"
+
+
+def _aiperf_csv(big):
+    text = (F / "profile_export_aiperf.csv").read_text()
+    return text.replace("Time to First Token (ms),48.70,", f"Time to First Token (ms),{big},"), "a.csv", "a.csv:ttft_ms"
+
+
+def _guidellm(big):
+    data = json.loads((F / "benchmarks.json").read_text())
+    data["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["mean"] = big
+    return json.dumps(data), "benchmarks.json", "benchmarks.json[1]:ttft_ms"
+
+
+def _sglang(big):  # the mean prompt length, total_input_tokens / completed, is what goes wrong here
+    first, *rest = _lines("sglang_bench_serving.jsonl")
+    first["total_input_tokens"] = big
+    return "\n".join(json.dumps(r) for r in [first, *rest]), "s.jsonl", "s.jsonl:1:ttft_ms"
+
+
+def _llama_batched(big):
+    first, *rest = _lines("llama_batched_bench.jsonl")
+    first["speed_tg"] = big
+    return "\n".join(json.dumps(r) for r in [first, *rest]), "b.jsonl", "b.jsonl:1:decode"
+
+
+@pytest.mark.parametrize(
+    ("make", "big"),
+    [(_aiperf_json, 10**400), (_aiperf_csv, 10**400), (_aiperf_csv, "nan"), (_guidellm, 10**400), (_sglang, 10**400)]
+    + [(_llama_batched, 10**400)],
+)
+def test_a_value_beyond_a_float_or_nan_is_listed_not_dropped(tmp_path, make, big):
+    # an integer too large for a float (JSON allows it) or a CSV's nan is no measurement: the row is
+    # listed in unmapped.csv with the reason, not dropped without a word, and never a traceback
+    text, name, rid = make(big)
+    path = tmp_path / name
+    path.write_text(text)
+    result = read_file(path, defaults={"gpu": "h100-sxm", "model": "llama-3.1-8b", "precision": "bf16"})
+    reasons = {s["id"]: s["reason"] for s in result.skipped}
+    assert "is not a finite number" in reasons.get(rid, ""), (reasons, [m.id for m in result.measurements])
+
+
+def test_a_csv_with_old_mac_line_endings_reads_as_with_newlines(tmp_path):
+    # CR alone ends a line (classic Mac OS, some spreadsheet exports): the file's format is told from
+    # its first line, which must not be the whole file
+    text = (DATA / "measured-dev.csv").read_text()
+    lines = text.splitlines()[:6]
+    unix, mac = tmp_path / "lf.csv", tmp_path / "cr.csv"
+    unix.write_text("\n".join(lines) + "\n")
+    mac.write_bytes(("\r".join(lines) + "\r").encode())
+    got = [(m.id, m.measured) for m in read_file(mac).measurements]
+    assert got == [(m.id, m.measured) for m in read_file(unix).measurements] and len(got) == 5
+    # and a two-byte file of two CR-separated cells is one clear error, not a csv.Error traceback
+    (tmp_path / "x.csv").write_bytes(b"a\rb")
+    result = CliRunner().invoke(main, ["calibrate", str(tmp_path / "x.csv"), "-o", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "missing column(s)" in result.output and "Traceback" not in result.output

@@ -295,7 +295,10 @@ def test_estimate_serving_mode_errors(args, message):
 
 
 @pytest.mark.parametrize(
-    "args", [["--draft-tokens", "17"], ["--acceptance", "0"], ["--prefix-hit-rate", "1"], ["--mode", "disagg"]]
+    "args",
+    [["--draft-tokens", "17"], ["--acceptance", "0"], ["--prefix-hit-rate", "1"], ["--mode", "disagg"]]
+    # nan compares false with both bounds, so click's FloatRange alone let it through (it ran as acceptance 1)
+    + [["--acceptance", "nan"], ["--prefix-hit-rate", "nan"], ["--acceptance", "NaN"]],
 )
 def test_estimate_serving_mode_options_out_of_range_are_usage_errors(args):
     r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--speculative", "eagle", *args)
@@ -367,3 +370,16 @@ def test_an_interrupt_waits_while_polars_code_runs(monkeypatch):
     assert trace(ours, "line", None) is None  # the cleanup unwinding runs is not interrupted again
     with pytest.raises(KeyboardInterrupt, match="signal 2"):
         cli._interrupt(2, ours)  # a signal outside polars is raised at once
+
+
+def test_a_model_name_longer_than_a_file_name_is_an_unknown_model():
+    # the name is tried as a config folder first; a 300-character one is longer than a file name may
+    # be (ENAMETOOLONG), which must read as "unknown model", not an OSError
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "a" * 300)
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert "unknown model" in r.output
+
+
+def test_a_folder_without_config_json_says_so(tmp_path):
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", str(tmp_path))
+    assert r.exit_code == 1 and "the folder has no config.json" in r.output, r.output

@@ -5,10 +5,10 @@ Nothing is loaded at import time: `load_catalog()` reads the files on first use 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
-from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
@@ -85,7 +85,8 @@ class Catalog:
         -Instruct/-Chat/-Base, quantized repackagings: the suffix becomes `precision`), or the path
         of a local config.json (a file or its folder). Raises UnknownNameError or AmbiguousNameError."""
         index = self._index("model")
-        if name in index or not (name.endswith(".json") or Path(name).is_dir()):
+        # os.path: False for a name the OS cannot take as a path (too long), where Path raises
+        if name in index or not (name.endswith(".json") or os.path.isdir(name)):
             return index.resolve(name)  # type: ignore[return-value]
         return ModelMatch(f"file:{name}")
 
@@ -117,7 +118,7 @@ class Catalog:
     def profile(self, name: str) -> Profile:
         if name in self.profiles:
             return self.profiles[name]
-        if name.endswith((".yaml", ".yml")) or Path(name).is_file():
+        if name.endswith((".yaml", ".yml")) or os.path.isfile(name):
             return load_profile_file(name)
         hint = did_you_mean(name, self.profiles)
         raise UnknownNameError("profile", name, hint, "built in: " + ", ".join(self.profiles) + "; or a profile file")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -526,11 +527,16 @@ def _check_range(key: str, value: int | float, where: str, what: str | None = No
 def load_config_file(path: str | Path) -> tuple[dict, Architecture]:
     """Read a local config.json (no network) and return its fields and architecture."""
     p = Path(path)
-    if p.is_dir():
+    folder = os.path.isdir(p)  # False for a path the OS cannot take (too long), where Path raises
+    if folder:
         p = p / "config.json"
     try:
         raw = read_regular_file(p)
     except FileNotFoundError:
+        if folder:
+            raise ConfigFileError(
+                f"{path}: the folder has no config.json (give a Hugging Face model's folder or its config.json)"
+            ) from None
         raise ConfigFileError(f"{path}: file not found (give the path of a Hugging Face config.json)") from None
     except UnreadableFile as e:
         raise ConfigFileError(f"{path}: {e}") from None

@@ -66,7 +66,8 @@ def _detect(text: str, defaults: dict, name: str, vllm_rows: Callable) -> tuple[
         return None
     if llama_batched.is_table(text):
         return "llama-batched-bench", llama_batched.rows(llama_batched.table_records(text), defaults, name)
-    header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+    first = text.splitlines()[0] if text else ""  # \r, \r\n or \n ends a line
+    header = next(csv.reader(io.StringIO(first)), [])
     if aiperf.is_csv([h.strip() for h in header]):
         return "AIPerf", aiperf.csv_rows(text, defaults, name)
     return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 
-from llmsweep.calibrate.formats.common import FormatError, Row, base, mean_length, metric_rows, number
+from llmsweep.calibrate.formats.common import FormatError, Row, base, mean_length, measured, metric_rows
 
 TIME_SCALE = {"ms": 1.0, "s": 1e3, "sec": 1e3, "us": 1e-3, "ns": 1e-6}
 # (AIPerf tag, statistic, metric, unit llmsweep reads)
@@ -53,9 +53,9 @@ def is_csv(header: list[str]) -> bool:
 
 
 def _value(metric: dict, stat: str, unit: str):
-    v = number(metric.get(stat))
-    if v is None:
-        return None
+    v = measured(metric.get(stat))
+    if not isinstance(v, float):
+        return v  # absent (None), or no finite number: its text, refused with the row
     if unit == "ms":
         scale = TIME_SCALE.get(str(metric.get("unit", "ms")).strip().lower())
         if scale is None:
@@ -157,7 +157,7 @@ def csv_rows(text: str, defaults: dict, name: str) -> list[Row]:
             stats = {"avg": values[1] if len(values) > 1 else ""}
         parsed = {}
         for k, v in stats.items():
-            try:
+            try:  # nan and inf stay, for the row's checks to list in unmapped.csv
                 parsed[k] = float(v) if v.strip() else None
             except ValueError:
                 raise FormatError(f"{values[0]}: {k} {v!r} is not a number") from None

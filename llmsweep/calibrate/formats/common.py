@@ -36,22 +36,38 @@ def base(defaults: dict, source: str, framework: str, **fields) -> dict:
 
 
 def number(value) -> float | None:
-    """A finite number, or None (absent, text, NaN)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A finite number, or None (absent, text, NaN, infinite, or an integer beyond a float's range)."""
+    v = measured(value)
+    return v if isinstance(v, float) else None
+
+
+def measured(value) -> float | str | None:
+    """A value as the file gives it: a finite number as a float, anything else present as its text
+    ('nan', 'inf' for an integer beyond a float's range, 'abc'), which the row's checks then list in
+    unmapped.csv with the reason; None when absent."""
+    if value is None:
         return None
-    return float(value) if math.isfinite(value) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    try:
+        v = float(value)
+    except OverflowError:
+        return "inf" if value > 0 else "-inf"
+    return v if math.isfinite(v) else str(v)
 
 
 def mean_length(value) -> int | str:
-    """A dataset's mean length rounded to a whole token ('' when unknown)."""
-    v = number(value)
-    return "" if v is None else math.floor(v + 0.5)
+    """A dataset's mean length rounded to a whole token ('' when absent; a value that is no finite
+    number as its text, for the row's checks to refuse)."""
+    v = measured(value)
+    return "" if v is None else v if isinstance(v, str) else math.floor(v + 0.5)
 
 
 def metric_rows(rid: str, row: dict, values: list[tuple[str, object, str]]) -> list[Row]:
-    """One row per (metric, value, unit) whose value is present."""
+    """One row per (metric, value, unit) whose value is present (a value that is no finite number
+    kept as its text: the row's checks list it in unmapped.csv)."""
     return [
-        (f"{rid}:{metric}", {**row, "metric": metric, "value": value, "unit": unit})
+        (f"{rid}:{metric}", {**row, "metric": metric, "value": measured(value), "unit": unit})
         for metric, value, unit in values
         if value is not None
     ]

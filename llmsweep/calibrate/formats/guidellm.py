@@ -14,7 +14,7 @@ rate over time) -> output_throughput_tok_s; lengths = prompt_token_count / outpu
 
 from __future__ import annotations
 
-from llmsweep.calibrate.formats.common import FormatError, Row, base, mean_length, metric_rows, number
+from llmsweep.calibrate.formats.common import FormatError, Row, base, mean_length, measured, metric_rows
 
 
 def detect(data) -> bool:
@@ -36,8 +36,8 @@ def _stat(metrics: dict, key: str, stat: str = "mean"):
     if not isinstance(dist, dict):
         return None
     if stat == "mean":
-        return number(dist.get("mean"))
-    return number((dist.get("percentiles") or {}).get(stat))
+        return measured(dist.get("mean"))
+    return measured((dist.get("percentiles") or {}).get(stat))
 
 
 def _load(strategy) -> tuple[object, object]:
@@ -81,7 +81,7 @@ def rows(data: dict, defaults: dict, name: str) -> list[Row]:
             ("ttft_p99_ms", _stat(m, "time_to_first_token_ms", "p99"), "ms"),
             ("tpot_ms", _stat(m, "time_per_output_token_ms"), "ms"),
             ("itl_ms", _stat(m, "inter_token_latency_ms"), "ms"),
-            ("e2e_latency_ms", None if latency is None else latency * 1e3, "ms"),
+            ("e2e_latency_ms", latency * 1e3 if isinstance(latency, float) else latency, "ms"),
             ("output_throughput_tok_s", _stat(m, "output_tokens_per_second"), "tok/s"),
         ]
         row = base(

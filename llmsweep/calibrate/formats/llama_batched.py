@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from llmsweep.calibrate.formats.common import FormatError, Row, base, number
+from llmsweep.calibrate.formats.common import FormatError, Row, base, measured, number
 
 JSONL_KEYS = {"pp", "tg", "pl", "speed_pp", "speed_tg"}
 TABLE_HEADER = ("PP", "TG", "B", "N_KV", "T_PP s", "S_PP t/s", "T_TG s", "S_TG t/s", "T s", "S t/s")
@@ -97,8 +97,14 @@ def rows(records: list, defaults: dict, name: str) -> list[Row]:
             out.append((rid, r))
             continue
         pp, tg, pl = number(r.get("pp")), number(r.get("tg")), number(r.get("pl"))
-        if pp is None or tg is None or not pl or pl != int(pl) or pl < 1:
-            out.append((rid, "pp, tg and pl must be numbers, pl a whole number of sequences"))
+        if pp is None or tg is None or pp < 0 or tg < 0 or not pl or pl != int(pl) or pl < 1:
+            got = ", ".join(f"{k} {r.get(k)!r}" for k in ("pp", "tg", "pl"))
+            out.append(
+                (
+                    rid,
+                    f"pp and tg must be token counts of 0 or more, pl a whole number of sequences, at least 1 ({got})",
+                )
+            )
             continue
         row = base(
             defaults,
@@ -109,12 +115,13 @@ def rows(records: list, defaults: dict, name: str) -> list[Row]:
             input_len=int(pp),
             output_len=int(tg),
         )
-        speed_tg, speed_pp = number(r.get("speed_tg")), number(r.get("speed_pp"))
+        # a speed that is no finite number stays as its text, for the row's checks to refuse
+        speed_tg, speed_pp = measured(r.get("speed_tg")), measured(r.get("speed_pp"))
         shared, separate = bool(r.get("is_pp_shared")), bool(r.get("is_tg_separate"))
         decode = tg > 0 and speed_tg is not None
         prefill = pp > 0 and speed_pp is not None and (pl == 1 or shared)
         if decode:
-            per_seq, at = (speed_tg, 1) if separate else (speed_tg / pl, int(pl))
+            per_seq, at = (speed_tg, 1) if separate or isinstance(speed_tg, str) else (speed_tg / pl, int(pl))
             decode_row = {**row, "batch": at, "metric": "decode_tok_s_per_seq", "value": per_seq, "unit": "tok/s"}
             if separate and pl > 1:
                 decode_row["notes"] = "is_tg_separate: the sequences generate one after another, each alone"

@@ -10,9 +10,7 @@ mean_e2e_latency_ms, output_throughput; lengths = totals / completed.
 
 from __future__ import annotations
 
-import math
-
-from llmsweep.calibrate.formats.common import Row, base, metric_rows, number
+from llmsweep.calibrate.formats.common import Row, base, mean_length, measured, metric_rows, number
 
 MAPPED = (
     ("mean_ttft_ms", "ttft_ms", "ms"),
@@ -47,8 +45,8 @@ def rows(records: list, defaults: dict, name: str) -> list[Row]:
         info = r.get("server_info") if isinstance(r.get("server_info"), dict) else {}
         lengths = []
         for key in ("total_input_tokens", "total_output_tokens"):
-            total = number(r.get(key))
-            lengths.append("" if total is None else math.floor(total / completed + 0.5))
+            total = measured(r.get(key))
+            lengths.append(mean_length(total / completed) if isinstance(total, float) else total or "")
         rate = r.get("request_rate")
         row = base(
             defaults,
