@@ -208,6 +208,52 @@ def test_profile_file(tmp_path, catalog):
     )
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # an engine typo would silently give vLLM's rows the shared values (no admission limit)
+        (
+            lambda d: d["engines"].__setitem__("vlm", d["engines"].pop("vllm")),
+            r"engines\.vlm: not an engine \(did you mean vllm\?\)",
+        ),
+        (
+            lambda d: d["families"].__setitem__("hoppr", d["families"].pop("hopper")),
+            r"families\.hoppr: no GPU in the catalog has the family 'hoppr' \(did you mean hopper\?\) \(line \d+\)",
+        ),
+        (
+            lambda d: d["engines"]["sglang"]["families"].__setitem__(
+                "hoper", d["engines"]["sglang"]["families"].pop("hopper")
+            ),
+            r"engines\.sglang\.families\.hoper: no GPU .* \(did you mean hopper\?\)",
+        ),
+        # YAML's true is no limit of 1 running request
+        (
+            lambda d: d["engines"]["vllm"]["defaults"].__setitem__("max_running_requests", True),
+            r"engines\.vllm\.defaults\.max_running_requests: expected a number, got true",
+        ),
+        (
+            lambda d: d["engines"]["vllm"]["defaults"].__setitem__("max_runing_requests", 64),
+            r"max_runing_requests: Extra inputs are not permitted \(did you mean max_running_requests\?\)",
+        ),
+    ],
+)
+def test_a_profile_slip_in_an_engine_or_family_is_an_error(tmp_path, catalog, edit, message):
+    data = catalog.profile("default").model_dump()
+    edit(data)
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(LlmsweepError, match=message):
+        catalog.profile(str(path))
+
+
+def test_a_custom_gpu_family_far_from_the_catalogs_is_kept(tmp_path, catalog):
+    data = catalog.profile("default").model_dump()
+    data["families"]["my-asic"] = {"bandwidth_efficiency": 0.5}
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert catalog.profile(str(path)).for_family("my-asic").bandwidth_efficiency == 0.5
+
+
 def test_a_profile_band_of_an_unknown_group_names_the_groups(tmp_path, catalog):
     good = catalog.profile("default").model_dump()
     good["bands"]["disagregated_prefill"] = good["bands"].pop("disaggregated_prefill")

@@ -150,10 +150,31 @@ def load_profile_file(path: str) -> Profile:
             where += f"{problem.path}: "
         raise LlmsweepError(f"{path}: cannot read the profile file: {where}{problem.message}") from None
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as e:
         problems = "; ".join(_profile_problem(doc, err) for err in e.errors())
         raise LlmsweepError(f"{path}: not a valid efficiency profile: {problems}") from None
+    _check_families(path, doc, profile)
+    return profile
+
+
+def _check_families(path: str, doc, profile: Profile) -> None:
+    """A family no catalog GPU has but one a letter or two from one of theirs is a slip ('hoper'):
+    its values would apply to no GPU. Other names stay (a custom GPU's `family` is matched as written)."""
+    from llmsweep.errors import did_you_mean
+
+    known = {g.family for g in load_catalog().gpus.values()}
+    named = [(("families", f), f) for f in profile.families]
+    for engine, o in profile.engines.items():
+        named += [(("engines", engine, "families", f), f) for f in o.families]
+    for loc, family in named:
+        hint = [] if family in known else did_you_mean(family, known)
+        if hint:
+            line = doc.line(loc)
+            raise LlmsweepError(
+                f"{path}: not a valid efficiency profile: {'.'.join(loc)}: no GPU in the catalog has the family "
+                f"{family!r} (did you mean {' or '.join(hint)}?)" + (f" (line {line})" if line else "")
+            )
 
 
 def _profile_problem(doc, err) -> str:

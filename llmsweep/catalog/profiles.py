@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from typing import Annotated
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+
+from llmsweep.catalog.engines import ENGINES
 from llmsweep.columns import BAND_GROUPS
 from llmsweep.errors import did_you_mean
 from llmsweep.limits import RANGES, check, typed
@@ -89,13 +92,23 @@ class Efficiency(BaseModel):
     draft_acceptance: typed("share") = lim("share", DRAFT_ACCEPTANCE)
 
 
+def _not_bool(value):
+    """A profile value is a number: YAML's true would otherwise pass as 1.0."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, got {str(value).lower()}")
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_not_bool)]
+
+
 class EngineOverrides(BaseModel):
     """One engine's values: `defaults` for every GPU, `families` per GPU family on top."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    defaults: dict[str, float] = {}
-    families: dict[str, dict[str, float]] = {}
+    defaults: dict[str, Number] = {}
+    families: dict[str, dict[str, Number]] = {}
 
 
 class Profile(BaseModel):
@@ -107,7 +120,7 @@ class Profile(BaseModel):
 
     description: str
     defaults: Efficiency
-    families: dict[str, dict[str, float]] = {}
+    families: dict[str, dict[str, Number]] = {}
     engines: dict[str, EngineOverrides] = {}
     sources: list[str] = []
     # Uncertainty: per metric group (decode, prefill, throughput), factors [low, high] that cover the
@@ -116,6 +129,14 @@ class Profile(BaseModel):
 
     @model_validator(mode="after")
     def _families_and_bands(self) -> Profile:
+        for engine in self.engines:
+            if engine not in ENGINES:
+                hint = did_you_mean(engine, ENGINES)
+                raise ValueError(
+                    f"engines.{engine}: not an engine"
+                    + (f" (did you mean {' or '.join(hint)}?)" if hint else "")
+                    + f"; engines: {', '.join(ENGINES)}"
+                )
         checks = [(f"families.{f}", f, "generic") for f in self.families]
         for engine, o in self.engines.items():
             checks += [(f"engines.{engine}.defaults", "", engine)]
@@ -156,5 +177,8 @@ def _first_error(e: ValueError) -> str:
     errors = getattr(e, "errors", None)
     if callable(errors):
         err = errors()[0]
-        return f"{'.'.join(map(str, err['loc']))}: {err['msg']} (got {err.get('input')!r})"
+        key = ".".join(map(str, err["loc"]))
+        hint = did_you_mean(key, Efficiency.model_fields) if err["type"] == "extra_forbidden" else []
+        message = err["msg"] + (f" (did you mean {' or '.join(hint)}?)" if hint else "")
+        return f"{key}: {message} (got {err.get('input')!r})"
     return str(e)
