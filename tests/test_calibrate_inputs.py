@@ -105,12 +105,16 @@ ROW_CASES = [
     ("dp-attention-zero", {"dp_attention": "0"}, "dp_attention '0' must be between 1 and 65,536"),
     ("ep-text", {"ep": "four"}, "ep 'four' is not a number"),
     ("moe-tp-negative", {"moe_tp": "-1"}, "moe_tp '-1' must be between 0 and 65,536"),
+    # the experts split 65,536 ways on one GPU: moe_tp x ep must be the stage's tp x dp_attention, ep 1 too
+    ("moe-tp-beyond-the-gpus", {"moe_tp": "65536"}, "layout: moe_tp x ep must equal tp x dp_attention"),
+    # estimate and validate refuse mtp for a model without an MTP module; so does calibrate
+    ("mtp-without-a-module", {"speculative": "mtp"}, "mtp drafts with the model's own multi-token-prediction module"),
 ]
 
 
 @pytest.mark.parametrize(("rid", "change", "reason"), ROW_CASES, ids=[c[0] for c in ROW_CASES])
 def test_a_bad_row_is_listed_with_its_reason(tmp_path, rid, change, reason):
-    header = [*FIELDS, "request_rate", "dp_attention", "ep", "moe_tp"]
+    header = [*FIELDS, "request_rate", "dp_attention", "ep", "moe_tp", "speculative"]
     path = write_csv(tmp_path / "m.csv", [GOOD, {**GOOD, "id": rid, **change}], header)
     r = invoke(path, "-o", tmp_path / "out")
     assert r.exit_code == 0, r.output

@@ -414,3 +414,32 @@ SCENARIO_CASES = [
 def test_scenario_rows_that_cannot_be_read(tmp_path, catalog, change, reason):
     got, skipped = scenario_rows(tmp_path, [{"id": "bad", "value": "100", **change}], catalog)
     assert got == {} and skipped == {"bad": reason}
+
+
+PREFILL_TILING = "prefill layout: prefill_moe_tp x prefill_ep must equal"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        # 7 expert ranks cannot tile the prefill worker's 1 x 2 GPUs (nor 65,536)
+        ({"prefill_ep": "7"}, PREFILL_TILING),
+        ({"prefill_ep": "65536"}, PREFILL_TILING),
+        ({"prefill_moe_tp": "4"}, PREFILL_TILING),  # 4 x ep 2 is not 1 x 2
+        ({"prefill_moe_tp": "abc"}, "prefill_moe_tp 'abc' is not a number"),
+    ],
+)
+def test_a_prefill_pool_whose_experts_do_not_tile_its_gpus_is_listed(tmp_path, catalog, change, reason):
+    # S00001 of the InferenceX sample: 1 prefill worker of tp 1 x dp_attention 2 x ep 2 (moe_tp 1)
+    import csv
+
+    with (FIXTURES / "inferencex-sample.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["id"] == "S00001"]
+    path = tmp_path / "s.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows([{**rows[0], **change}])
+    read = cal.read_file(path, catalog)
+    assert read.measurements == []
+    assert read.skipped[0]["reason"].startswith(reason), read.skipped

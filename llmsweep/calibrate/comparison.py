@@ -329,7 +329,8 @@ def comparison_frame(
             "estimated": est,
             "unit": [m.unit for m in ms],
             **_layout(ms),
-            "mode": _serving(ms)["mode"],
+            # the serving mode as estimated: an MTP row drafts its engine's default number of tokens
+            **{k: v for k, v in _serving(ms).items() if k in ("mode", "speculative", "draft_tokens")},
             "replicas": pl.Series([m.replicas for m in ms], dtype=pl.Int64),
             "batch": [str(m.batch) for m in ms],
             "fits": fits.cast(pl.Boolean),

@@ -101,7 +101,8 @@ REQUIRED = (
 # columns of measured-load-dev.csv (attention data parallel, expert parallel, MoE tensor parallel),
 # `num_gpus` (the system's GPUs: data-parallel replicas beyond one), and measured-serving-dev.csv's
 # `mode` and `speculative` (rows in a serving mode the estimator does not model are listed, not
-# compared) with its per-pool layout columns (read with `mode`, not used).
+# compared) with its per-pool layout columns (the pools of a disaggregated row; prefill_moe_tp only checked,
+# prefill_batch and decode_batch not read).
 POOL_FILE_COLUMNS = tuple(
     f"{pool}_{k}"
     for pool in ("prefill", "decode")
@@ -170,6 +171,7 @@ class Measurement:
     prefill_pp: int | None = None
     prefill_dp_attention: int | None = None
     prefill_ep: int | None = None
+    prefill_moe_tp: int | None = None  # checked against the prefill worker's layout only: the estimator derives it
     scenario: str = ""  # MLPerf-style scenario (SCENARIOS; "" = none)
     ttft_limit_s: float | None = None  # server/interactive: the p99 TTFT limit
     tpot_limit_s: float | None = None  # server/interactive: the p99 TPOT limit (checked on the mean TPOT)
@@ -266,6 +268,12 @@ LAYOUT_INCONSISTENT = (
 )
 
 
+PREFILL_LAYOUT_INCONSISTENT = (
+    "prefill layout: prefill_moe_tp x prefill_ep must equal prefill_tp x prefill_dp_attention (the experts of a "
+    "prefill stage span its GPUs)"
+)
+
+
 def metric_problem(metric: str, unit: str) -> str:
     """Why (metric, unit) is not one llmsweep reads, in one sentence that says what it does read."""
     m = _PERCENTILE.fullmatch(metric)
@@ -286,11 +294,11 @@ def metric_problem(metric: str, unit: str) -> str:
 def tp_candidates(m: Measurement) -> list[int]:
     """The tensor-parallel sizes llmsweep tries for a row that gives num_gpus but no tp, smallest
     first (a tie keeps the smaller): the divisors of num_gpus / (pp x dp_attention) (and with
-    expert parallelism, those with moe_tp x ep = tp x dp_attention)."""
+    expert parallelism or an expert tensor split, those with moe_tp x ep = tp x dp_attention)."""
     n = (m.num_gpus or 1) // (m.pp * m.dp_attention)
     small = [t for t in range(1, math.isqrt(n) + 1) if n % t == 0]
     tps = sorted({*small, *(n // t for t in small)})
-    return [t for t in tps if m.ep == 1 or m.moe_tp * m.ep == t * m.dp_attention]
+    return [t for t in tps if (m.ep == 1 and m.moe_tp == 1) or m.moe_tp * m.ep == t * m.dp_attention]
 
 
 def not_estimable(m: Measurement) -> str | None:
@@ -312,8 +320,14 @@ def not_estimable(m: Measurement) -> str | None:
             f"num_gpus {m.num_gpus} is not a whole number of replicas of {layout} = {per_replica} GPUs "
             f"({m.num_gpus} / {per_replica} = {m.num_gpus / per_replica:g})"
         )
-    if m.ep > 1 and m.moe_tp * m.ep != m.tp * m.dp_attention and not (m.layout_chosen and tp_candidates(m)):
+    split = m.ep > 1 or m.moe_tp > 1  # the experts split some way: the split must cover the stage's GPUs
+    if split and m.moe_tp * m.ep != m.tp * m.dp_attention and not (m.layout_chosen and tp_candidates(m)):
         return LAYOUT_INCONSISTENT
+    if m.disaggregated and m.prefill_ep is not None:
+        ep, moe_tp = max(m.prefill_ep, 1), max(m.prefill_moe_tp or 1, 1)
+        stage = (m.prefill_tp or 1) * (m.prefill_dp_attention or 1)
+        if (ep > 1 or moe_tp > 1) and moe_tp * ep != stage:
+            return PREFILL_LAYOUT_INCONSISTENT
     return None
 
 

@@ -232,6 +232,7 @@ def _pools(row: dict, notes: list[str]) -> dict:
         "prefill_pp": size("prefill_pp"),
         "prefill_dp_attention": size("prefill_dp_attention"),
         "prefill_ep": size("prefill_ep", minimum=0),
+        "prefill_moe_tp": size("prefill_moe_tp", minimum=0),
         "tp": size("decode_tp"),
         "pp": size("decode_pp"),
         "dp_attention": size("decode_dp_attention"),
@@ -321,10 +322,17 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         ttft_limit_s=ttft_limit,
         tpot_limit_s=tpot_limit,
     )
-    reason = not_estimable(m)
+    reason = not_estimable(m) or _mtp_problem(names.catalog, m)
     if reason:
         raise RowError(reason)
     return m if m.layout_chosen else noting_replicas(m)
+
+
+def _mtp_problem(catalog: Catalog, m: Measurement) -> str | None:
+    """An mtp row of a model without an MTP module: what `estimate` and `validate` refuse."""
+    from llmsweep.spec.serving import mtp_problem
+
+    return mtp_problem(catalog, [m.model]) if m.speculative.lower() == "mtp" else None
 
 
 # A row is a dict of fields, or the text of the problem that kept a record from becoming one.
