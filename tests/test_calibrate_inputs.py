@@ -169,7 +169,13 @@ def _bytes(tmp_path: Path, name: str, data: bytes) -> Path:
 
 FILE_CASES = [
     ("missing-columns.csv", b"gpu,model\nh100-sxm,x\n", "missing column(s) id, source, tp"),
-    ("empty.csv", b"", "missing column(s) id, source"),
+    ("empty.csv", b"", "the file is empty (no header line"),
+    ("blank-lines.csv", b"\n\n  \n", "the file is empty (no header line"),
+    (
+        "misspelt.csv",
+        HEADER.replace("value", "valeu").encode() + b"\n",
+        "missing column(s) value (the header has 'valeu' for 'value': misspelt?)",
+    ),
     ("header-only.csv", (HEADER + "\n").encode(), "no measurements in the file (only a header, or empty)"),
     ("latin1.csv", (HEADER + "\nr\xe9,me\n").encode("latin-1"), "not UTF-8 text (byte"),
     ("doubled.csv", (HEADER + ",value\n").encode(), "column(s) value appear more than once in the header"),

@@ -106,6 +106,12 @@ SERVING_ERRORS = {
         "deepseek-r1",
         "7: grid.speculative[1].method: unknown method 'eagel'; did you mean 'eagle'? (none, mtp, eagle, draft)",
     ),
+    "key-misspelled-in-mapping": (
+        "  speculative:\n    - none\n    - {method: eagle, acceptence: 0.7}",
+        "",
+        "llama-3.1-8b",
+        "7: grid.speculative[1].acceptence: unknown key 'acceptence'; did you mean 'acceptance'?",
+    ),
     "draft-as-a-name": (
         "  speculative: draft",
         "",

@@ -30,7 +30,7 @@ from llmsweep.calibrate.measurement import (
 )
 from llmsweep.catalog import Catalog, load_catalog
 from llmsweep.catalog.engines import engine_from_framework, served
-from llmsweep.errors import LlmsweepError
+from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import MAX
 from llmsweep.limits import MAX_MEASUREMENTS_BYTES, RANGES, UnreadableFile, read_regular_file
 
@@ -363,13 +363,18 @@ def _rows_to_result(rows: list[Row], catalog: Catalog) -> ReadResult:
 
 def _read_measured_csv(path: Path, rows: list[Row], fields: list[str], catalog: Catalog) -> ReadResult:
     missing = [k for k in REQUIRED if k not in fields]
+    unknown = [f for f in fields if f not in KNOWN]
     if missing:
+        if not any(f.strip() for f in fields):
+            raise LlmsweepError(f"{path}: the file is empty (no header line; expected the measured-dev.csv schema)")
+        slips = [f"{f!r} for {hint[0]!r}" for f in unknown if (hint := did_you_mean(f, missing, n=1))]
         raise LlmsweepError(
-            f"{path}: missing column(s) {', '.join(missing)}; expected the measured-dev.csv schema "
-            f"({', '.join(REQUIRED)}), llama-bench CSV or vLLM benchmark_serving JSON"
+            f"{path}: missing column(s) {', '.join(missing)}"
+            + (f" (the header has {', '.join(slips)}: misspelt?)" if slips else "")
+            + f"; expected the measured-dev.csv schema ({', '.join(REQUIRED)}), llama-bench CSV or vLLM "
+            "benchmark_serving JSON"
         )
     result = _rows_to_result(rows, catalog)
-    unknown = [f for f in fields if f not in KNOWN]
     if unknown:
         result.notes.append(f"{path}: ignored unknown column(s) {', '.join(unknown)}")
     return result

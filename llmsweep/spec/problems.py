@@ -76,17 +76,21 @@ def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:
         field = current.model_fields.get(part)
         if field is None:
             return []
-        ann = field.annotation
-        args = [a for a in getattr(ann, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            current = ann
-        elif args:
-            current = args[-1]
-        else:
-            current = None
+        current = _model_in(field.annotation)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
+
+
+def _model_in(ann: Any) -> type[BaseModel] | None:
+    """The last pydantic model an annotation holds, however deep (X | None, list[str | X],
+    Annotated[...]): the model an unknown key below that field belongs to."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    found = None
+    for arg in getattr(ann, "__args__", ()) or ():
+        found = _model_in(arg) or found
+    return found
 
 
 def _precheck_names(doc: YamlDoc, data: dict) -> list[Problem]:
