@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from llmsweep import __version__
-from llmsweep.errors import LlmsweepError, printable
+from llmsweep.errors import LlmsweepError, did_you_mean, printable
 
 FORMATS = click.Choice(["table", "json", "csv"])
 # the ranges of llmsweep.limits, repeated as literals so `llmsweep --help` imports nothing heavy
@@ -367,7 +367,9 @@ def _formats(value: str | None) -> list[str] | None:
     items = [v.strip().lower() for v in value.split(",") if v.strip()]
     bad = [v for v in items if v not in FORMAT_LIST.split(",")]
     if bad or not items:
-        raise click.BadParameter(f"{','.join(bad) or value!r}: choose from {FORMAT_LIST}", param_hint="--format")
+        hints = [h for b in bad for h in did_you_mean(b, FORMAT_LIST.split(","), n=1)]
+        meant = f" (did you mean {', '.join(hints)}?)" if hints else ""
+        raise click.BadParameter(f"{','.join(bad) or value!r}{meant}: choose from {FORMAT_LIST}", param_hint="--format")
     return items
 
 

@@ -109,12 +109,18 @@ ROW_CASES = [
     ("moe-tp-beyond-the-gpus", {"moe_tp": "65536"}, "layout: moe_tp x ep must equal tp x dp_attention"),
     # estimate and validate refuse mtp for a model without an MTP module; so does calibrate
     ("mtp-without-a-module", {"speculative": "mtp"}, "mtp drafts with the model's own multi-token-prediction module"),
+    ("mode-misspelt", {"mode": "disagreggated"}, "mode 'disagreggated': serving modes estimated are agg"),
+    (
+        "scenario-misspelt",
+        {"scenario": "offlne"},
+        "scenario 'offlne' must be one of offline, server, interactive; did you mean 'offline'?",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("rid", "change", "reason"), ROW_CASES, ids=[c[0] for c in ROW_CASES])
 def test_a_bad_row_is_listed_with_its_reason(tmp_path, rid, change, reason):
-    header = [*FIELDS, "request_rate", "dp_attention", "ep", "moe_tp", "speculative"]
+    header = [*FIELDS, "request_rate", "dp_attention", "ep", "moe_tp", "speculative", "mode", "scenario"]
     path = write_csv(tmp_path / "m.csv", [GOOD, {**GOOD, "id": rid, **change}], header)
     r = invoke(path, "-o", tmp_path / "out")
     assert r.exit_code == 0, r.output

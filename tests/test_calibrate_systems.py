@@ -252,7 +252,13 @@ PERCENTILE_CASES = [
         "ms",
         "metric 'tpot_p95_ms': the estimator gives the mean TPOT only (write tpot_ms, or tpot_median_ms for a median)",
     ),
-    ("ttft_p99_ms", "s", "metric 'ttft_p99_ms' in unit 's' is not one llmsweep estimates"),
+    ("ttft_p99_ms", "s", "metric 'ttft_p99_ms' in unit 's' is not one llmsweep estimates: it is read in ms"),
+    (
+        "decode_tok_s_per_seqq",
+        "tok/s",
+        "metric 'decode_tok_s_per_seqq' in unit 'tok/s' is not one llmsweep estimates; "
+        "did you mean 'decode_tok_s_per_seq'?",
+    ),
 ]
 
 

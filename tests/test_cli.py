@@ -11,6 +11,8 @@ from click.testing import CliRunner
 
 from llmsweep.cli import main
 
+from .conftest import ROOT
+
 COMMANDS = ["estimate", "gpus", "models", "precisions"]
 
 
@@ -383,3 +385,9 @@ def test_a_model_name_longer_than_a_file_name_is_an_unknown_model():
 def test_a_folder_without_config_json_says_so(tmp_path):
     r = invoke("estimate", "--gpu", "h100-sxm", "--model", str(tmp_path))
     assert r.exit_code == 1 and "the folder has no config.json" in r.output, r.output
+
+
+def test_a_misspelt_run_format_names_the_one_meant():
+    r = invoke("run", str(ROOT / "sweeps" / "example.yaml"), "--format", "csv,xlxs", "-o", "/nonexistent-never-written")
+    assert r.exit_code == 2
+    assert "'xlxs' (did you mean xlsx?): choose from csv,parquet,xlsx,html,md" in r.output, r.output

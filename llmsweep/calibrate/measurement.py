@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from llmsweep.catalog.engines import mtp_draft_tokens
+from llmsweep.errors import did_you_mean
 from llmsweep.grid import MAX
 
 DECODE_RATE = "decode_rate_per_seq"  # 1 / tpot_s: see DERIVED in comparison.py
@@ -288,7 +289,13 @@ def metric_problem(metric: str, unit: str) -> str:
             f"metric {metric!r}: the estimator gives the mean {name.upper()} only "
             f"(write {name}_ms, or {name}_median_ms for a median)"
         )
-    return f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates"
+    units = sorted({u for name, u in METRICS if name == metric})
+    if units:  # the metric is read, in another unit
+        return f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates: it is read in {', '.join(units)}"
+    hint = did_you_mean(metric, sorted({name for name, _ in METRICS}), n=1)
+    return f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates" + (
+        f"; did you mean {hint[0]!r}?" if hint else f" (metrics read: {', '.join(sorted({n for n, _ in METRICS}))})"
+    )
 
 
 def tp_candidates(m: Measurement) -> list[int]:
@@ -308,7 +315,10 @@ def not_estimable(m: Measurement) -> str | None:
     if not m.column:
         return NOT_ESTIMATED.get((m.metric, m.unit), f"metric {m.metric!r} is not estimated")
     if m.mode.lower() not in ("", "agg", "aggregated", *DISAGGREGATED_SPELLINGS):
-        return f"mode {m.mode!r}: serving modes estimated are agg (aggregated) and disagg (disaggregated)"
+        hint = did_you_mean(m.mode.lower(), ["agg", "aggregated", *DISAGGREGATED_SPELLINGS], n=1)
+        return f"mode {m.mode!r}: serving modes estimated are agg (aggregated) and disagg (disaggregated)" + (
+            f"; did you mean {hint[0]!r}?" if hint else ""
+        )
     if m.disaggregated and (m.prefill_workers is None or m.decode_workers is None):
         return "disaggregated, with no pool sizes (prefill_workers, decode_workers): the replica cannot be built"
     if m.speculative.lower() not in ("", "none", "no", "off", "mtp"):

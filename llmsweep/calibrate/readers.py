@@ -189,7 +189,11 @@ def _scenario(row: dict, metric: str, batch: int | str, notes: list[str]) -> tup
     scenario = _text(row, "scenario").lower()
     ttft, tpot = _limit(row, "ttft_limit_ms"), _limit(row, "tpot_limit_ms")
     if scenario and scenario not in SCENARIOS:
-        raise RowError(f"scenario {_text(row, 'scenario')!r} must be one of {', '.join(SCENARIOS)}")
+        hint = did_you_mean(scenario, SCENARIOS, n=1)
+        raise RowError(
+            f"scenario {_text(row, 'scenario')!r} must be one of {', '.join(SCENARIOS)}"
+            + (f"; did you mean {hint[0]!r}?" if hint else "")
+        )
     if scenario not in LIMITED:
         if ttft is not None or tpot is not None:
             raise RowError("ttft_limit_ms / tpot_limit_ms apply to the server and interactive scenarios only")
