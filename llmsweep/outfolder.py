@@ -182,7 +182,8 @@ def check_owned(target: Path, kind: str) -> None:
     if data is None:
         raise OutputFolderError(
             f"{target}: exists and was not written by llmsweep (no llmsweep {MANIFEST}); it is left untouched. "
-            "Move it away, or give the sweep another `name:` or another -o"
+            "Move it away, or "
+            + ("give the sweep another `name:` or another -o" if kind == "run" else "choose another -o")
         )
     found = manifest_kind(data)
     if found != kind:

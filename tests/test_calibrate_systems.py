@@ -433,9 +433,15 @@ PREFILL_TILING = "prefill layout: prefill_moe_tp x prefill_ep must equal"
         ({"prefill_ep": "65536"}, PREFILL_TILING),
         ({"prefill_moe_tp": "4"}, PREFILL_TILING),  # 4 x ep 2 is not 1 x 2
         ({"prefill_moe_tp": "abc"}, "prefill_moe_tp 'abc' is not a number"),
+        # num_gpus counts both pools: 1 x (1 x 1 x 2) + 5 x (4 x 1 x 1) = 22 GPUs a replica
+        (
+            {"num_gpus": "23"},
+            "num_gpus 23 is not a whole number of replicas of 1 prefill worker(s) of 1 x 1 x 2 and 5 decode "
+            "worker(s) of 4 x 1 x 1 GPUs (tp x pp x dp_attention) = 22 GPUs",
+        ),
     ],
 )
-def test_a_prefill_pool_whose_experts_do_not_tile_its_gpus_is_listed(tmp_path, catalog, change, reason):
+def test_a_disaggregated_row_whose_pools_do_not_add_up_is_listed(tmp_path, catalog, change, reason):
     # S00001 of the InferenceX sample: 1 prefill worker of tp 1 x dp_attention 2 x ep 2 (moe_tp 1)
     import csv
 

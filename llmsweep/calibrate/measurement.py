@@ -325,7 +325,14 @@ def not_estimable(m: Measurement) -> str | None:
         return f"speculative {m.speculative!r}: speculative decoding is estimated for mtp rows only"
     per_replica = m.replica_gpus if m.disaggregated else m.pp * m.dp_attention * (1 if m.layout_chosen else m.tp)
     if m.num_gpus is not None and m.num_gpus % per_replica:
-        layout = "pp x dp_attention" if m.layout_chosen else "tp x pp x dp_attention"
+        if m.disaggregated:
+            layout = (
+                f"{m.prefill_workers} prefill worker(s) of {m.prefill_tp or 1} x {m.prefill_pp or 1} x "
+                f"{m.prefill_dp_attention or 1} and {m.decode_workers} decode worker(s) of {m.tp} x {m.pp} x "
+                f"{m.dp_attention} GPUs (tp x pp x dp_attention)"
+            )
+        else:
+            layout = "pp x dp_attention" if m.layout_chosen else "tp x pp x dp_attention"
         return (
             f"num_gpus {m.num_gpus} is not a whole number of replicas of {layout} = {per_replica} GPUs "
             f"({m.num_gpus} / {per_replica} = {m.num_gpus / per_replica:g})"
