@@ -109,6 +109,23 @@ ROW_CASES = [
     ("moe-tp-beyond-the-gpus", {"moe_tp": "65536"}, "layout: moe_tp x ep must equal tp x dp_attention"),
     # estimate and validate refuse mtp for a model without an MTP module; so does calibrate
     ("mtp-without-a-module", {"speculative": "mtp"}, "mtp drafts with the model's own multi-token-prediction module"),
+    # the lengths leave nothing to measure (these were compared with a blank or 0.0 estimate)
+    ("prefill-without-prompt", {"metric": "prefill_tok_s", "input_len": "0"}, "prefill_tok_s with input_len 0"),
+    (
+        "throughput-without-output",
+        {"metric": "output_throughput_tok_s", "output_len": "0"},
+        "output_throughput_tok_s with output_len 0: no output tokens",
+    ),
+    (
+        "tpot-of-one-token",
+        {"metric": "tpot_ms", "unit": "ms", "output_len": "1"},
+        "tpot_ms with output_len 1: no interval between tokens",
+    ),
+    (
+        "unitless-metric-with-a-unit",
+        {"metric": "max_batch", "unit": "sequences"},
+        "metric 'max_batch' in unit 'sequences' is not one llmsweep estimates: it is read in no unit (blank)",
+    ),
     ("mode-misspelt", {"mode": "disagreggated"}, "mode 'disagreggated': serving modes estimated are agg"),
     (
         "scenario-misspelt",

@@ -289,7 +289,7 @@ def metric_problem(metric: str, unit: str) -> str:
             f"metric {metric!r}: the estimator gives the mean {name.upper()} only "
             f"(write {name}_ms, or {name}_median_ms for a median)"
         )
-    units = sorted({u for name, u in METRICS if name == metric})
+    units = sorted({u or "no unit (blank)" for name, u in METRICS if name == metric})
     if units:  # the metric is read, in another unit
         return f"metric {metric!r} in unit {unit!r} is not one llmsweep estimates: it is read in {', '.join(units)}"
     hint = did_you_mean(metric, sorted({name for name, _ in METRICS}), n=1)
