@@ -438,7 +438,7 @@ def validate(sweep, max_rows):
         _note(n)
     rows = count_rows(s)  # after exclusions: the count `run` reports
     before = f" ({s.size:,} before exclusions)" if rows != s.size else ""
-    click.echo(f"OK: {rows:,} configurations{before}")
+    click.echo(f"OK: {rows:,} configuration{'s' * (rows != 1)}{before}")
 
 
 @main.command()

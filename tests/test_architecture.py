@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from llmsweep.catalog.architecture import load_config_file, read_config
+from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
 from llmsweep.errors import ConfigFileError
 
 from .conftest import REFERENCE, needs_reference
@@ -321,3 +321,34 @@ def test_mtp_modules_in_the_catalog(catalog):
     assert "meta-llama/Llama-3.1-70B" not in with_mtp and "moonshotai/Kimi-K2-Instruct" not in with_mtp
     # the MTP layer is not in the parameter count: DeepSeek-V3 is 671 B without its 14 B module
     assert round(catalog.model("deepseek-ai/DeepSeek-R1").architecture.params_total / 1e9) == 671
+
+
+def test_a_near_miss_of_a_field_it_looks_for_is_named():
+    # num_kv_heads is no field llmsweep reads, and num_key_value_heads (which it looks for) is absent:
+    # the model would be read as full multi-head attention, 4x the KV cache of 8 KV heads
+    cfg = {
+        "hidden_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_kv_heads": 8,
+        "intermediate_size": 14336,
+        "vocab_size": 128256,
+    }
+    assert config_slips(cfg) == [("num_kv_heads", "num_key_value_heads")]
+    assert read_config(cfg).kv_heads == 32  # the default the slip leaves
+    # the field spelt right is no slip, and a field far from any looked for is a config.json's own
+    right = {**{k: v for k, v in cfg.items() if k != "num_kv_heads"}, "num_key_value_heads": 8, "rope_theta": 5e5}
+    assert config_slips(right) == []
+
+
+@needs_reference
+def test_the_reference_configs_have_no_slips_but_minimaxs_unread_shared_size():
+    found = {}
+    for path in sorted((REFERENCE / "model-configs").glob("*.json")):
+        slips = config_slips(json.loads(path.read_text()))
+        if slips:
+            found[path.name] = slips
+    # MiniMax-M2 states shared_intermediate_size 0 (no shared expert), which llmsweep reads as none anyway
+    assert found == {
+        "MiniMaxAI--MiniMax-M2.5_config.json": [("shared_intermediate_size", "shared_expert_intermediate_size")]
+    }

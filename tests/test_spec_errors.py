@@ -301,4 +301,19 @@ def test_a_pool_rule_keeps_the_aggregated_rows(tmp_path):
         "exclude:\n  - {prefill_workers: [1, 2]}",
     )
     r = CliRunner().invoke(main, ["validate", str(path)])
-    assert r.exit_code == 0 and r.output.strip() == "OK: 1 configurations (3 before exclusions)", r.output
+    assert r.exit_code == 0 and r.output.strip() == "OK: 1 configuration (3 before exclusions)", r.output
+
+
+def test_an_inline_config_field_a_letter_from_one_read_is_noted_with_its_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: inline\nmodels:\n  my-model:\n    hidden_size: 4096\n    num_hidden_layers: 32\n"
+        "    num_attention_heads: 32\n    num_kv_heads: 8\n    intermediate_size: 14336\n    vocab_size: 128256\n"
+        "grid:\n  gpu: [h100-sxm]\n  model: [my-model]\n"
+    )
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and r.stdout.strip() == "OK: 1 configuration", r.output
+    assert (
+        f"{path}:7: models.my-model.num_kv_heads: not a field llmsweep reads, and 'num_key_value_heads' is not given"
+        in r.stderr
+    )

@@ -235,6 +235,44 @@ def _count(cfg: dict, key: str, where: str) -> int:
     return _get(cfg, key, where)
 
 
+class _Looked(dict):
+    """A config mapping that remembers the keys read_config looked up."""
+
+    def __init__(self, data: dict) -> None:
+        super().__init__(data)
+        self.looked: set[str] = set()
+
+    def get(self, key, default=None):
+        self.looked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.looked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key) -> bool:
+        self.looked.add(key)
+        return super().__contains__(key)
+
+
+def config_slips(cfg: dict) -> list[tuple[str, str]]:
+    """(given, meant) for each field of `cfg` llmsweep does not read that is close to one it looked
+    for and did not find ('num_kv_heads' for 'num_key_value_heads', which then defaults to the
+    attention heads): a config.json carries many other fields, so these are said, not refused.
+    Read from the top level (a multimodal config's text_config fields are read as one)."""
+    import difflib
+
+    looked = _Looked(cfg)
+    try:
+        read_config(looked)
+    except ConfigFileError:
+        return []
+    missing = sorted(k for k in looked.looked if not dict.__contains__(cfg, k))
+    # closer than did_you_mean's 0.6: real fields such as mlp_only_layers are 0.6 from others
+    near = {k: difflib.get_close_matches(k, missing, n=1, cutoff=0.75) for k in cfg if k not in looked.looked}
+    return [(k, hint[0]) for k, hint in near.items() if hint]
+
+
 def read_config(cfg: dict, where: str = "config") -> Architecture:
     """Normalise a config.json mapping into an `Architecture` (parameters counted from the fields)."""
     if not isinstance(cfg, dict):

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
-from llmsweep.catalog.architecture import load_config_file, read_config
+from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
@@ -143,6 +143,12 @@ class _Resolver:
                     cfg = {k: v for k, v in fields.items() if k not in meta}
                     read_config(cfg, where=f"models.{mid}")
                     source = f"{self.doc.file}: models.{mid}"
+                    for given, meant in config_slips(cfg):  # typed by hand: a near miss is likely a slip
+                        line = self.doc.line((*path, given))
+                        self.notes.append(
+                            f"{self.doc.file}:{line}: " * bool(line) + f"models.{mid}.{given}: not a field llmsweep "
+                            f"reads, and {meant!r} is not given (did you mean {meant!r}?); its default applies"
+                        )
             except LlmsweepError as e:
                 self.fail((*path, "config") if "config" in fields else path, str(e).removeprefix(f"models.{mid}: "))
                 self.broken.add(mid)
