@@ -220,7 +220,9 @@ def number(name: str) -> Any:
     """The annotated type (int or float, booleans refused) for range `name`, for use in lists."""
     r = RANGES[name]
     if r.integer:
-        return Annotated[Annotated[int, Interval(gt=int(r.low) - 1, le=int(r.high))], BeforeValidator(_reject_bool)]
+        # "greater than 0" reads better than "greater than or equal to 1"; "greater than -1" does not
+        low = {"gt": int(r.low) - 1} if r.low >= 1 else {"ge": int(r.low)}
+        return Annotated[Annotated[int, Interval(**low, le=int(r.high))], BeforeValidator(_reject_bool)]
     low = {"gt": r.low} if r.low_open else {"ge": r.low}
     high = {"lt": r.high} if r.high_open else {"le": r.high}
     return Annotated[Annotated[float, Interval(**low, **high), AllowInfNan(False)], BeforeValidator(_reject_bool)]

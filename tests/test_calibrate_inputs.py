@@ -366,3 +366,16 @@ def test_a_folder_llmsweep_did_not_write_is_left_alone(tmp_path):
 def test_nothing_to_compare_is_an_empty_frame(catalog):
     frame = cal.compare([], "default", catalog)
     assert frame.height == 0 and frame.columns[:5] == ["id", "metric", "measured", "estimated", "ratio"]
+
+
+def test_a_framework_naming_no_known_engine_is_said(tmp_path):
+    header = [*FIELDS, "framework"]
+    path = write_csv(
+        tmp_path / "m.csv", [{**GOOD, "framework": "vlm 0.5"}, {**GOOD, "id": "v", "framework": "vllm"}], header
+    )
+    r = invoke(path, "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    frame = assert_finite_comparison(tmp_path / "out")
+    notes = dict(zip(frame["id"], frame["assumptions"], strict=True))
+    assert "framework 'vlm 0.5' names no engine llmsweep knows: the profile's shared values (generic)" in notes["ok"]
+    assert "names no engine" not in (notes["v"] or "")

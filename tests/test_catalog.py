@@ -231,6 +231,11 @@ def test_profile_file(tmp_path, catalog):
             lambda d: d["engines"]["vllm"]["defaults"].__setitem__("max_running_requests", True),
             r"engines\.vllm\.defaults\.max_running_requests: expected a number, got true",
         ),
+        # a bound of 0 reads as such, not as "greater than -1"
+        (
+            lambda d: d["defaults"].__setitem__("max_running_requests", -1),
+            r"defaults\.max_running_requests: Input should be greater than or equal to 0",
+        ),
         (
             lambda d: d["engines"]["vllm"]["defaults"].__setitem__("max_runing_requests", 64),
             r"max_runing_requests: Extra inputs are not permitted \(did you mean max_running_requests\?\)",

@@ -29,7 +29,7 @@ from llmsweep.calibrate.measurement import (
     noting_replicas,
 )
 from llmsweep.catalog import Catalog, load_catalog
-from llmsweep.catalog.engines import engine_from_framework, served
+from llmsweep.catalog.engines import GENERIC, engine_from_framework, served
 from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import MAX
 from llmsweep.limits import MAX_MEASUREMENTS_BYTES, RANGES, UnreadableFile, read_regular_file
@@ -298,7 +298,10 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     num_gpus = _int(row, "num_gpus", minimum=1, maximum=MAX_GPUS) if _text(row, "num_gpus") else None
     scenario, ttft_limit, tpot_limit = _scenario(row, metric, batch, notes)
     pools = _pools(row, notes)
-    front_end = served(_text(row, "framework"))
+    framework = _text(row, "framework")
+    front_end = served(framework)
+    if framework and engine_from_framework(framework) == GENERIC:
+        notes.append(f"framework {framework!r} names no engine llmsweep knows: the profile's shared values (generic)")
     if not front_end:
         notes.append("timed by an offline harness: no serving front end, no request_overhead_s before the first token")
     m = Measurement(
@@ -317,7 +320,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         column=column,
         measured=measured,
         assumptions="; ".join(notes),
-        engine=engine_from_framework(_text(row, "framework")),
+        engine=engine_from_framework(framework),
         served=front_end,
         request_rate=_rate(row, "request_rate"),
         **(
