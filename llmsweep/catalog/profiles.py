@@ -131,12 +131,7 @@ class Profile(BaseModel):
     def _families_and_bands(self) -> Profile:
         for engine in self.engines:
             if engine not in ENGINES:
-                hint = did_you_mean(engine, ENGINES)
-                raise ValueError(
-                    f"engines.{engine}: not an engine"
-                    + (f" (did you mean {' or '.join(hint)}?)" if hint else "")
-                    + f"; engines: {', '.join(ENGINES)}"
-                )
+                raise ValueError(_not_one_of(f"engines.{engine}", engine, "an engine", "engines", ENGINES))
         checks = [(f"families.{f}", f, "generic") for f in self.families]
         for engine, o in self.engines.items():
             checks += [(f"engines.{engine}.defaults", "", engine)]
@@ -148,12 +143,7 @@ class Profile(BaseModel):
                 raise ValueError(f"{where}: {_first_error(e)}") from None
         for group, band in self.bands.items():
             if group not in BAND_GROUPS:
-                hint = did_you_mean(group, BAND_GROUPS)
-                raise ValueError(
-                    f"bands.{group}: not a band group"
-                    + (f" (did you mean {hint[0]}?)" if hint else "")
-                    + f"; groups: {', '.join(BAND_GROUPS)}"
-                )
+                raise ValueError(_not_one_of(f"bands.{group}", group, "a band group", "groups", BAND_GROUPS))
             if len(band) != 2 or any(check("band_factor", f) for f in band) or band[0] > band[1]:
                 raise ValueError(
                     f"bands.{group}: expected [low, high] with {RANGES['band_factor'].describe()} "
@@ -171,6 +161,13 @@ class Profile(BaseModel):
         for layer in layers:
             merged.update(layer or {})
         return Efficiency.model_validate(merged)
+
+
+def _not_one_of(where: str, name: str, what: str, plural: str, known) -> str:
+    """'<where>: not <what> (did you mean <closest>?); <plural>: <known>'."""
+    hint = did_you_mean(name, known, n=1)
+    meant = f" (did you mean {hint[0]}?)" if hint else ""
+    return f"{where}: not {what}{meant}; {plural}: {', '.join(known)}"
 
 
 def _first_error(e: ValueError) -> str:
