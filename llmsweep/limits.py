@@ -78,6 +78,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import re
 import stat
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -190,11 +191,27 @@ CONFIG_FIELDS: dict[str, str] = {
 }
 
 
+# a number with an exponent that YAML 1.1 (PyYAML) reads as a string: no dot, or no sign after the e
+_EXPONENT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+_YAML_FLOAT = re.compile(r"[-+]?\d*\.\d*[eE][-+]\d+")  # what YAML 1.1 does read as a number
+
+
+def as_text(value: Any) -> str:
+    """A hint for a number YAML read as text: PyYAML follows YAML 1.1, where 1e9 (no dot, no sign
+    after the e) is a string; '' for anything else."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not _EXPONENT_TEXT.fullmatch(text) or _YAML_FLOAT.fullmatch(text) or not math.isfinite(float(text)):
+        return ""
+    number = float(text)
+    digits = f" or {int(number)}" if number.is_integer() and abs(number) < 1e16 else ""
+    return f" (text, not a number: YAML reads {text} as text; write {number:.1e}{digits})"
+
+
 def check(name: str, value: Any) -> str | None:
     """None when `value` is in the range `name`, else what is wrong (a phrase to follow the key)."""
     r = RANGES[name]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be {r.describe()}, got {value!r}"
+        return f"must be {r.describe()}, got {value!r}{as_text(value)}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be {r.describe()}, got {value!r} (NaN and infinity are not numbers llmsweep can use)"
     if r.integer and int(value) != value:

@@ -317,3 +317,33 @@ def test_an_inline_config_field_a_letter_from_one_read_is_noted_with_its_line(tm
         f"{path}:7: models.my-model.num_kv_heads: not a field llmsweep reads, and 'num_key_value_heads' is not given"
         in r.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "text", "message"),
+    [
+        # PyYAML reads YAML 1.1: 1e3 (no dot, no exponent sign) is a string, which the message says
+        (
+            "grid",
+            "  input_tokens: [1e3]\n",
+            "grid.input_tokens[0]: Input should be a valid integer, unable to parse string as an integer (got '1e3') "
+            "(text, not a number: YAML reads 1e3 as text; write 1.0e+03 or 1000)",
+        ),
+        (
+            "models",
+            "    num_hidden_layers: 1e9\n",
+            "field 'num_hidden_layers' must be a positive integer, got '1e9' (text, not a number: YAML reads 1e9 as "
+            "text; write 1.0e+09 or 1000000000)",
+        ),
+    ],
+)
+def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path, where, text, message):
+    model = (
+        "models:\n  m:\n    hidden_size: 4096\n    num_attention_heads: 32\n    intermediate_size: 14336\n"
+        "    vocab_size: 128256\n" + (text if where == "models" else "    num_hidden_layers: 32\n")
+    )
+    grid = "grid:\n  gpu: [h100-sxm]\n  model: [m]\n" + (text if where == "grid" else "")
+    path = tmp_path / "s.yaml"
+    path.write_text("name: t\n" + model + grid)
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 1 and message in r.output, r.output
