@@ -331,5 +331,11 @@ def estimate_one(
         if precision and m.precision and p.id != m.precision
         else None
     )
-    notes = tuple(n for n in (g.note, m.note, overridden, p.note, draft_note, *prices.notes) if n)
+    most = catalog.model(m.id).architecture.max_context_tokens
+    too_long = (
+        f"{input_tokens + output_tokens:,} tokens of context (input + output) exceed {m.id}'s maximum, {most:,}"
+        if most is not None and input_tokens + output_tokens > most
+        else None
+    )
+    notes = tuple(n for n in (g.note, m.note, overridden, p.note, draft_note, too_long, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

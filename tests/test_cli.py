@@ -391,3 +391,11 @@ def test_a_misspelt_run_format_names_the_one_meant():
     r = invoke("run", str(ROOT / "sweeps" / "example.yaml"), "--format", "csv,xlxs", "-o", "/nonexistent-never-written")
     assert r.exit_code == 2
     assert "'xlxs' (did you mean xlsx?): choose from csv,parquet,xlsx,html,md" in r.output, r.output
+
+
+def test_a_context_beyond_the_models_says_the_numbers():
+    r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--input-tokens", "200000")
+    assert r.exit_code == 0
+    # 200,000 + 256 output tokens against Llama-3.1-8B's max_position_embeddings, 131,072
+    assert "200,256 tokens of context (input + output) exceed meta-llama/Llama-3.1-8B's maximum, 131,072" in r.output
+    assert "Does not run: context_tokens exceeds the model's maximum context" in r.output
