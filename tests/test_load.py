@@ -159,13 +159,19 @@ def test_toy_closed_loop_at_concurrency_2_the_second_of_the_train_waits_for_the_
 
 
 def test_an_empty_prompt_has_no_train_to_wait_in():
-    # No prefill iteration to wait for: the first token is a decode step, t(1) = 10.5 ms, riding in the
-    # running one (own = t(b_o)), and the wait is the queue's alone: TTFT = T_q + ITL / 2 + t(b_o)
+    # No prefill: the first token is one more sequence in the step the others decode in, which grows by
+    # t(1 + b_o) - t(b_o) = 0.5 ms (not a whole t(1) = 10.5 ms that stalls them); it rides in the running
+    # step (own = t(b_o)), and the wait is the queue's alone: TTFT = T_q + ITL / 2 + t(b_o), T_q =
+    # p_eff R / (R - 7 p_eff) with p_eff = 0.5 ms, and ITL = t(1 + b_o) / (1 - 7 x 0.5 ms / R)
     r = closed(toy(batch=8, input_tokens=0))
     R, itl = r["request_latency_s"], r["tpot_s"]
     b_o = 7 * 100 * itl / R
-    p_eff = t(1)
+    p_eff = 0.0005
     assert r["ttft_s"] == pytest.approx(p_eff * R / (R - 7 * p_eff) + itl / 2 + t(b_o), rel=5e-3)
+    assert itl == pytest.approx(t(1 + b_o) / (1 - 7 * p_eff / R), rel=5e-3)
+    # so at 1,000 clients decoding runs at about the bare step t(1,000) = 510 ms, not 20 % above it
+    crowd = closed(toy(batch=1000, input_tokens=0))
+    assert crowd["tpot_s"] == pytest.approx(t(crowd["decode_batch"]), rel=0.02)
 
 
 def test_toy_closed_loop_at_concurrency_16_queues_behind_more_than_one_prompt():

@@ -95,10 +95,12 @@ def mixed_first_token_s(decoding: pl.Expr) -> pl.Expr:
     the pass's fixed costs once more: an iteration that carries a prompt runs eagerly, where
     decode-only steps replay CUDA graphs (TensorRT-LLM and SGLang capture decode batches only;
     vLLM's piecewise graphs leave attention out), so it pays its kernel launches again. Charged per
-    prompt: an upper bound when several short prompts share one iteration. An empty prompt's first
-    token costs its step, as p."""
+    prompt: an upper bound when several short prompts share one iteration. An empty prompt has no
+    prefill: its first token is one more sequence in the step the others decode in, which grows by
+    t(decoding) - t(decoding - 1) (alone, loaded_prompt_s keeps p = t(1))."""
     mixed = compute.mixed_prefill_s(decoding * (c.draft_tokens + 1)) + c.fixed_step_s
-    return pl.when(c.input_tokens > 0).then(mixed).otherwise(first_token_s())
+    joined = step_s(decoding) - step_s(decoding - 1)
+    return pl.when(c.input_tokens > 0).then(mixed).otherwise(joined)
 
 
 def loaded_prompt_s(p: pl.Expr, others: pl.Expr) -> pl.Expr:
