@@ -138,6 +138,8 @@ def test_known_ambiguous_gpus_pick_a_default_and_say_so(catalog, name, gid, note
             "variants: rtx-3060-12gb (12 GB))",
         ),
         ("Quadro RTX 6000", "unknown gpu 'Quadro RTX 6000'; did you mean"),
+        # the part's number first: a typo in its letters is a 3070, not a 4070 Ti one letter closer
+        ("RTX 3070 Tii", "unknown gpu 'RTX 3070 Tii'; did you mean 'rtx-3070' or"),
     ],
 )
 def test_unknown_gpu_variants_are_errors_not_guesses(catalog, name, message):

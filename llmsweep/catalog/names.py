@@ -115,6 +115,9 @@ class NameIndex:
         if suggestions is None:
             hits = did_you_mean(name, self._display, n=4)
             suggestions = list(dict.fromkeys(self._lookup[normalize(s)] for s in hits))
+            if self.kind == "gpu":  # a part's number tells more than its letters: RTX 3070 Tii is a 3070
+                digits = re.findall(r"\d+", name)
+                suggestions.sort(key=lambda s: re.findall(r"\d+", s) != digits)
         if not hint and self.kind == "model":  # a model the catalog lacks: say how to add one
             hint = (
                 "`llmsweep models` lists them; for another model give the path of its config.json "
