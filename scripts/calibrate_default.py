@@ -395,6 +395,17 @@ def main() -> None:
     ).median()
     sglang_h100 = (ratios(residuals, "default_out_of_sample", engine="sglang", gpu="h100-sxm") - 1).abs().median()
     trt_overhead = result.profile.for_family("hopper", "trtllm").request_overhead_s
+    trt_engine = result.profile.for_family("", "trtllm").request_overhead_s  # its value on a family without rows
+    # TensorRT-LLM's served TTFT at 8 clients or fewer beyond the modelled prefill and queue, per model
+    few = residuals.filter(
+        (pl.col("engine") == "trtllm")
+        & (pl.col("metric") == "ttft_ms")
+        & (pl.col("serving") == "aggregated")
+        & pl.col("source").str.contains("aiconfigurator")
+        & (pl.col("batch").cast(pl.Float64, strict=False) <= 8)
+    )
+    beyond = few.group_by("model").agg((pl.col("measured") - pl.col("default_in_sample")).median())["measured"]
+    trt_beyond = (beyond.min() + trt_overhead * 1e3, beyond.max() + trt_overhead * 1e3, beyond.len())
     across = ratios(residuals, "default_in_sample", "tpot_ms", gpu="h100-sxm", model="MiniMaxAI/MiniMax-M2.5", ep=16)
     text = f"""# How accurate is llmsweep?
 
@@ -417,27 +428,28 @@ with its estimates in `docs/fidelity-residuals.csv`. Ratio = estimated / measure
 **How `default` is made.** The `literature` profile (first values from published utilisation
 figures) is fitted by minimising the squared log error: bandwidth efficiency, the per-step,
 per-layer and per-MoE-layer overheads and the share of the compute efficiency fp8 and fp4 matmuls
-reach (`fp8_gemm_efficiency`, `fp4_gemm_efficiency`) shared by every row, then bandwidth
-efficiency per GPU family (8 rows or more), then, per serving engine with 8 rows or more, its own
-bandwidth and compute efficiency, per-step and per-request overhead and, where one of its models
-is measured at the dtype and at a wider one on one GPU family at the same lengths (fp8 against
-16-bit, fp4 against 16-bit or fp8), its fp8 or fp4 share, and per engine x GPU family its own
-bandwidth and compute efficiency. Each level is pulled towards the level above it by a prior worth
-8 rows, so a value backed by few rows stays close to its parent and no engine's rows set another
-engine's efficiency (an engine with no rows uses the shared values, `generic`). The MoE routing
-traffic stays at its count of the kernels (`routed_activation_passes` 7, estimate/compute.py):
-fitted, it took up what made one GPU's MoE rows slow and carried it to the other (fitted on the
-H100 rows alone it came out at 14.9 passes, and vLLM's MoE prompts on B300 at 1.27x measured; at
-7, 1.07x). The loaded figures (TTFT, TPOT at a
-concurrency) are the operating-point model's (docs/serving.md). The honest figures are the
-**out-of-sample** ones: each model's rows (for measured-dev.csv, each source's) scored by a
-profile fitted on the others only; each GPU's (H100 against B300); each engine's. Rows whose batch
-the source does not state (vLLM's max-throughput runs) are compared but never fitted.
-The search is Levenberg-Marquardt on the log errors: a step's candidates (the Jacobian's columns,
-three damped steps), the sub-fits that do not depend on one another (per GPU family, per engine)
-and the folds of a cross-validation are evaluated together in one estimator pass each, so the
-whole refit takes seconds, not minutes: `python benchmarks/bench_refit.py` prints its wall time and
-peak memory, 30 s and 600 MiB on two cores (December 2026), where the Nelder-Mead search it replaced took 356 s.
+reach (`fp8_gemm_efficiency`, `fp4_gemm_efficiency`) shared by every row, then bandwidth efficiency
+per GPU family (8 rows or more), then, per serving engine with 8 rows or more, its own bandwidth and
+compute efficiency, per-step and per-request overhead and, where one of its models is measured at
+the dtype and at a wider one on one GPU family at the same lengths (fp8 against 16-bit, fp4 against
+16-bit or fp8), its fp8 or fp4 share, and per engine x GPU family its own bandwidth and compute
+efficiency and request overhead (the overhead and the compute efficiency both set a served row's
+TTFT, so they are fitted together where the rows are). Each level is pulled towards the level above
+it by a prior worth 8 rows, so a value backed by few rows stays close to its parent and no engine's
+rows set another engine's efficiency (an engine with no rows uses the shared values, `generic`). The
+MoE routing traffic stays at its count of the kernels (`routed_activation_passes` 7,
+estimate/compute.py): fitted, it took up what made one GPU's MoE rows slow and carried it to the
+other (fitted on the H100 rows alone it came out at 14.9 passes, and vLLM's MoE prompts on B300 at
+1.27x measured; at 7, 1.07x). The loaded figures (TTFT, TPOT at a concurrency) are the
+operating-point model's (docs/serving.md). The honest figures are the **out-of-sample** ones: each
+model's rows (for measured-dev.csv, each source's) scored by a profile fitted on the others only;
+each GPU's (H100 against B300); each engine's. Rows whose batch the source does not state (vLLM's
+max-throughput runs) are compared but never fitted. The search is Levenberg-Marquardt on the log
+errors: a step's candidates (the Jacobian's columns, three damped steps), the sub-fits that do not
+depend on one another (per GPU family, per engine) and the folds of a cross-validation are evaluated
+together in one estimator pass each, so the whole refit takes seconds, not minutes: `python
+benchmarks/bench_refit.py` prints its wall time and peak memory, 30 s and 600 MiB on two cores
+(December 2026), where the Nelder-Mead search it replaced took 356 s.
 
 ## Headline: TTFT and TPOT at a stated concurrency
 
@@ -445,23 +457,25 @@ Median absolute error (median ratio in brackets) of the loaded rows:
 
 {headline(validations, moe)}
 
-The same rows left one model out, by client concurrency (median |error| (median ratio, rows)). At
-a few clients TensorRT-LLM's TTFT is still too short. Its runs show a floor that no prompt's work
+The same rows left one model out, by client concurrency (median |error| (median ratio, rows)). At a
+few clients TensorRT-LLM's TTFT is still too short. Its runs show a floor that no prompt's work
 explains (170-250 ms for Qwen3-235B-A22B's 128- to 1,024-token prompts at 4-64 clients, whatever
 their length). At 8 clients or fewer its TTFT exceeds the modelled prefill and queue by about the
-same for all three of its models, 113-131 ms whatever their layers (32 to 94) or tp (December
-2026), which the fitted request overhead ({trt_overhead * 1e3:.0f} ms) meets halfway against its rows at many
-clients. Llama-3.1-8B's alone also grows with the output length at 8 clients (1,024 in: 191, 318
-and 550 ms for 128, 256 and 512 out; Qwen3-32B's and Qwen3-235B-A22B's do not). By Little's law
-on the time before the first token, C x TTFT / R requests are waiting for theirs: at 8 clients
-1.2-1.4 for Llama-3.1-8B at every tp (0.77 for Qwen3-32B; 0.16 for vLLM and 0.25 for SGLang), as
-if TensorRT-LLM admitted that model's new request when another one ends rather than at the next
-iteration. No mechanism for either is modelled. Leaving H100 out, TensorRT-LLM has no loaded rows,
-so its request overhead falls back to the literature value (10 ms): swapped back in, that one value
-takes TensorRT-LLM's TTFT in that fold from 0.71 to 0.92 of measured, and no shared value moves it
-by more than about 0.01 (December 2026). The other engines' TTFT
-and every engine's TPOT hold across the range, since a closed loop's requests wait for the prompt
-ahead of them in a train (docs/serving.md step 4).
+same for all {trt_beyond[2]} of its models, {trt_beyond[0]:.0f}-{trt_beyond[1]:.0f} ms whatever
+their layers (32 to 94) or tp, of which the fitted request overhead on H100
+({trt_overhead * 1e3:.0f} ms) takes up a part, its rows at many clients holding it down.
+Llama-3.1-8B's alone also grows with the output length at 8 clients (1,024 in: 191, 318 and 550 ms
+for 128, 256 and 512 out; Qwen3-32B's and Qwen3-235B-A22B's do not). By Little's law on the time
+before the first token, C x TTFT / R requests are waiting for theirs: at 8 clients 1.2-1.4 for
+Llama-3.1-8B at every tp (0.77 for Qwen3-32B; 0.16 for vLLM and 0.25 for SGLang), as if TensorRT-LLM
+admitted that model's new request when another one ends rather than at the next iteration. No
+mechanism for either is modelled. Leaving H100 out, TensorRT-LLM has no loaded rows, so its request
+overhead falls back to the literature value (10 ms): with the engine's {trt_engine * 1e3:.0f} ms
+(fitted on every row, before its H100 value is fitted on its own) swapped in, that one value takes
+TensorRT-LLM's TTFT in that fold from 0.71 to 0.92 of measured, and no shared value moves it by more
+than about 0.01 (December 2026). The other engines' TTFT and every engine's TPOT hold across the
+range, since a closed loop's requests wait for the prompt ahead of them in a train (docs/serving.md
+step 4).
 
 {by_concurrency(result.out_of_sample, moe)}
 
