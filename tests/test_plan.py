@@ -825,3 +825,30 @@ def test_a_disaggregated_row_takes_its_own_band_and_an_aggregated_one_the_aggreg
     assert ttft("aggregated", True) == pytest.approx((0.25, 1.0))
     assert ttft("disaggregated", True) == pytest.approx((0.2, 5.0))
     assert ttft("disaggregated", False) == pytest.approx((0.25, 1.0))
+
+
+def test_the_serving_docs_example_is_what_the_plan_gives(tmp_path):
+    """docs/serving.md quotes this plan's figures by hand; a refit must not leave them behind."""
+    import re
+
+    from .conftest import ROOT
+
+    text = " ".join((ROOT / "docs" / "serving.md").read_text().split())
+    m = re.search(
+        r"holds the targets up to ([\d.]+) requests/s, (\d+) replicas \((\d+) GPUs\).*? runs ([\d.]+) requests at "
+        r"once: TTFT ([\d.]+) s \(p90 ([\d.]+) s\), (\d+) ms per token, ([\d.]+) tokens/s per user",
+        text,
+    )
+    assert m, "docs/serving.md: the plan example's sentence is not found"
+    (r,) = issue_sweep(tmp_path).to_dicts()
+    got = (
+        f"{r['capacity_requests_per_s']:.2f}",
+        str(r["replicas"]),
+        str(r["gpus_needed"]),
+        f"{r['concurrency']:.1f}",
+        f"{r['ttft_s']:.2f}",
+        f"{r['ttft_p90_s']:.2f}",
+        f"{r['tpot_s'] * 1e3:.0f}",
+        f"{r['decode_tokens_per_s_per_seq']:.1f}",
+    )
+    assert m.groups() == got
