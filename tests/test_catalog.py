@@ -254,9 +254,11 @@ def test_a_profile_slip_in_an_engine_or_family_is_an_error(tmp_path, catalog, ed
 def test_a_custom_gpu_family_far_from_the_catalogs_is_kept(tmp_path, catalog):
     data = catalog.profile("default").model_dump()
     data["families"]["my-asic"] = {"bandwidth_efficiency": 0.5}
+    data["families"]["hopper2"] = {"bandwidth_efficiency": 0.6}  # extends a catalog family: on purpose
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     assert catalog.profile(str(path)).for_family("my-asic").bandwidth_efficiency == 0.5
+    assert catalog.profile(str(path)).for_family("hopper2").bandwidth_efficiency == 0.6
 
 
 def test_a_profile_band_of_an_unknown_group_names_the_groups(tmp_path, catalog):

@@ -160,7 +160,8 @@ def load_profile_file(path: str) -> Profile:
 
 def _check_families(path: str, doc, profile: Profile) -> None:
     """A family no catalog GPU has but one a letter or two from one of theirs is a slip ('hoper'):
-    its values would apply to no GPU. Other names stay (a custom GPU's `family` is matched as written)."""
+    its values would apply to no GPU. Other names stay (a custom GPU's `family` is matched as written),
+    among them those that contain a catalog family ('hopper2')."""
     from llmsweep.errors import did_you_mean
 
     known = {g.family for g in load_catalog().gpus.values()}
@@ -168,7 +169,9 @@ def _check_families(path: str, doc, profile: Profile) -> None:
     for engine, o in profile.engines.items():
         named += [(("engines", engine, "families", f), f) for f in o.families]
     for loc, family in named:
-        hint = [] if family in known else did_you_mean(family, known)
+        # a name that extends a family (hopper2, blackwell-ultra) is a custom GPU's on purpose
+        deliberate = any(k in family for k in known)
+        hint = [] if deliberate else did_you_mean(family, known)
         if hint:
             line = doc.line(loc)
             raise LlmsweepError(
