@@ -196,7 +196,7 @@ _EXPONENT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 _YAML_FLOAT = re.compile(r"[-+]?\d*\.\d*[eE][-+]\d+")  # what YAML 1.1 does read as a number
 
 
-def as_text(value: Any) -> str:
+def yaml_number_hint(value: Any) -> str:
     """A hint for a number YAML read as text: PyYAML follows YAML 1.1, where 1e9 (no dot, no sign
     after the e) is a string; '' for anything else."""
     text = value.strip() if isinstance(value, str) else ""
@@ -211,7 +211,7 @@ def check(name: str, value: Any) -> str | None:
     """None when `value` is in the range `name`, else what is wrong (a phrase to follow the key)."""
     r = RANGES[name]
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"must be {r.describe()}, got {value!r}{as_text(value)}"
+        return f"must be {r.describe()}, got {value!r}{yaml_number_hint(value)}"
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be {r.describe()}, got {value!r} (NaN and infinity are not numbers llmsweep can use)"
     if r.integer and int(value) != value:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from llmsweep.errors import ConfigFileError
-from llmsweep.limits import CONFIG_FIELDS, RANGES, UnreadableFile, as_text, check, read_regular_file
+from llmsweep.limits import CONFIG_FIELDS, RANGES, UnreadableFile, check, read_regular_file, yaml_number_hint
 
 # config.json spellings of the same field, in order of preference (GPT-2/GPT-J style second).
 _ALIASES = {
@@ -132,7 +132,8 @@ def _get(cfg: dict, key: str, where: str, required: bool = True, default: Any = 
         if cfg.get(k) is not None:
             v = cfg[k]
             if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0 or int(v) != v:
-                raise ConfigFileError(f"{where}: field {k!r} must be a positive integer, got {v!r}{as_text(v)}")
+                hint = yaml_number_hint(v)
+                raise ConfigFileError(f"{where}: field {k!r} must be a positive integer, got {v!r}{hint}")
             _check_range(k, v, where)
             return int(v)
     if required:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from llmsweep.catalog import load_catalog
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
-from llmsweep.limits import as_text
+from llmsweep.limits import yaml_number_hint
 from llmsweep.yamlfile import KeyPath, YamlDoc
 
 
@@ -33,7 +33,7 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
         else:
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] != "value_error" and not isinstance(err.get("input"), dict | list):
-                got[loc] = f" (got {err['input']!r})" + as_text(err["input"])
+                got[loc] = f" (got {err['input']!r})" + yaml_number_hint(err["input"])
         by_loc.setdefault(loc, [])
         if msg not in by_loc[loc]:
             by_loc[loc].append(msg)
