@@ -214,7 +214,7 @@ def test_profile_file(tmp_path, catalog):
         # an engine typo would silently give vLLM's rows the shared values (no admission limit)
         (
             lambda d: d["engines"].__setitem__("vlm", d["engines"].pop("vllm")),
-            r"engines\.vlm: not an engine \(did you mean vllm\?\)",
+            r"engines\.vlm: not an engine \(did you mean vllm\?\).* \(line \d+\)",
         ),
         (
             lambda d: d["families"].__setitem__("hoppr", d["families"].pop("hopper")),
@@ -238,7 +238,8 @@ def test_profile_file(tmp_path, catalog):
         ),
         (
             lambda d: d["engines"]["vllm"]["defaults"].__setitem__("max_runing_requests", 64),
-            r"max_runing_requests: Extra inputs are not permitted \(did you mean max_running_requests\?\)",
+            r"max_runing_requests: Extra inputs are not permitted \(did you mean max_running_requests\?\) "
+            r"\(got 64\.0\) \(line \d+\)",
         ),
     ],
 )

@@ -130,5 +130,5 @@ def test_a_compute_scale_out_of_range_names_its_key(tmp_path, catalog):
         catalog.profile(str(path))
     assert str(e.value) == (
         f"{path}: not a valid efficiency profile: families.cdna: compute_scale: Input should be less than or "
-        "equal to 2 (got 5.0)"
+        "equal to 2 (got 5.0) (line 3)"
     )

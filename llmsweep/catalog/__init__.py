@@ -187,7 +187,9 @@ def _profile_problem(doc, err) -> str:
     from llmsweep.errors import did_you_mean
 
     loc = tuple(err["loc"])
-    line = doc.line(loc)
+    # a check of the whole profile (profiles.AtKey) knows its key path: the line is found from it
+    at = getattr((err.get("ctx") or {}).get("error"), "loc", None)
+    line = doc.line(loc or tuple(at or ()))
     message = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden" and loc:
         known = [*Profile.model_fields, *EngineOverrides.model_fields, *Efficiency.model_fields]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
 from llmsweep.catalog.engines import ENGINES
 from llmsweep.columns import BAND_GROUPS
@@ -131,23 +131,27 @@ class Profile(BaseModel):
     def _families_and_bands(self) -> Profile:
         for engine in self.engines:
             if engine not in ENGINES:
-                raise ValueError(_not_one_of(f"engines.{engine}", engine, "an engine", "engines", ENGINES))
-        checks = [(f"families.{f}", f, "generic") for f in self.families]
+                message = _not_one_of(f"engines.{engine}", engine, "an engine", "engines", ENGINES)
+                raise AtKey(message, ("engines", engine))
+        checks = [(("families", f), f, "generic") for f in self.families]
         for engine, o in self.engines.items():
-            checks += [(f"engines.{engine}.defaults", "", engine)]
-            checks += [(f"engines.{engine}.families.{f}", f, engine) for f in o.families]
+            checks += [(("engines", engine, "defaults"), "", engine)]
+            checks += [(("engines", engine, "families", f), f, engine) for f in o.families]
         for where, family, engine in checks:
             try:
                 self.for_family(family, engine)
-            except ValueError as e:  # pydantic's ValidationError is a ValueError
-                raise ValueError(f"{where}: {_first_error(e)}") from None
+            except ValidationError as e:
+                key = tuple(e.errors()[0]["loc"])
+                raise AtKey(f"{'.'.join(where)}: {_first_error(e)}", (*where, *key)) from None
         for group, band in self.bands.items():
             if group not in BAND_GROUPS:
-                raise ValueError(_not_one_of(f"bands.{group}", group, "a band group", "groups", BAND_GROUPS))
+                message = _not_one_of(f"bands.{group}", group, "a band group", "groups", BAND_GROUPS)
+                raise AtKey(message, ("bands", group))
             if len(band) != 2 or any(check("band_factor", f) for f in band) or band[0] > band[1]:
-                raise ValueError(
+                raise AtKey(
                     f"bands.{group}: expected [low, high] with {RANGES['band_factor'].describe()} "
-                    f"and low <= high, got {band!r}"
+                    f"and low <= high, got {band!r}",
+                    ("bands", group),
                 )
         return self
 
@@ -161,6 +165,15 @@ class Profile(BaseModel):
         for layer in layers:
             merged.update(layer or {})
         return Efficiency.model_validate(merged)
+
+
+class AtKey(ValueError):
+    """A profile problem found once the whole profile is read, with the key path it is at (so that a
+    file's error can name its line: pydantic keeps the exception in the error's ctx)."""
+
+    def __init__(self, message: str, loc: tuple) -> None:
+        super().__init__(message)
+        self.loc = loc
 
 
 def _not_one_of(where: str, name: str, what: str, plural: str, known) -> str:
