@@ -89,7 +89,8 @@ class FiniteRange(click.FloatRange):
     def convert(self, value, param, ctx):
         number = super().convert(value, param, ctx)
         if math.isnan(number):
-            self.fail(f"{value!r} is not a number in the range {self._describe_range()}", param, ctx)
+            low, high = "<" if self.min_open else "<=", "<" if self.max_open else "<="
+            self.fail(f"{value!r} is not a number in the range {self.min:g}{low}x{high}{self.max:g}", param, ctx)
         return number
 
 

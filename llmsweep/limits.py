@@ -221,7 +221,7 @@ def check(name: str, value: Any) -> str | None:
     return None
 
 
-def _reject_bool(v: Any) -> Any:
+def reject_bool(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError(f"expected a number, got {str(v).lower()}")
     return v
@@ -239,10 +239,10 @@ def number(name: str) -> Any:
     if r.integer:
         # "greater than 0" reads better than "greater than or equal to 1"; "greater than -1" does not
         low = {"gt": int(r.low) - 1} if r.low >= 1 else {"ge": int(r.low)}
-        return Annotated[Annotated[int, Interval(**low, le=int(r.high))], BeforeValidator(_reject_bool)]
+        return Annotated[Annotated[int, Interval(**low, le=int(r.high))], BeforeValidator(reject_bool)]
     low = {"gt": r.low} if r.low_open else {"ge": r.low}
     high = {"lt": r.high} if r.high_open else {"le": r.high}
-    return Annotated[Annotated[float, Interval(**low, **high), AllowInfNan(False)], BeforeValidator(_reject_bool)]
+    return Annotated[Annotated[float, Interval(**low, **high), AllowInfNan(False)], BeforeValidator(reject_bool)]
 
 
 def typed(name: str) -> Any:

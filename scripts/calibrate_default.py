@@ -245,14 +245,19 @@ def contradictions(frame: pl.DataFrame, ms: list[Measurement]) -> str:
     return "\n".join(lines)
 
 
-def ratios(residuals: pl.DataFrame, column: str, metric: str = "ttft_ms", **match: str | int) -> pl.Series:
-    """Estimated / measured `metric` of the loaded aggregated rows whose columns equal `match`
-    (engine, gpu, model, precision, ep), by `column` (a validation's estimates): what the blind
-    spots quote, computed so that a refit cannot leave those figures stale."""
+def matching(residuals: pl.DataFrame, metric: str = "ttft_ms", **match: str | int) -> pl.DataFrame:
+    """The aggregated rows of `metric` at a stated concurrency whose columns equal `match` (engine,
+    gpu, model, precision, ep)."""
     keep = (pl.col("metric") == metric) & (pl.col("serving") == "aggregated") & (pl.col("batch") != "max")
     for name, value in match.items():
         keep &= pl.col(name) == value
-    rows = residuals.filter(keep)
+    return residuals.filter(keep)
+
+
+def ratios(residuals: pl.DataFrame, column: str, metric: str = "ttft_ms", **match: str | int) -> pl.Series:
+    """Estimated / measured `metric` of the `matching` rows by `column` (a validation's estimates): what
+    the blind spots quote, computed so that a refit cannot leave those figures stale."""
+    rows = matching(residuals, metric, **match)
     return rows[column] / rows["measured"]
 
 
@@ -397,12 +402,8 @@ def main() -> None:
     trt_overhead = result.profile.for_family("hopper", "trtllm").request_overhead_s
     trt_engine = result.profile.for_family("", "trtllm").request_overhead_s  # its value on a family without rows
     # TensorRT-LLM's served TTFT at 8 clients or fewer beyond the modelled prefill and queue, per model
-    few = residuals.filter(
-        (pl.col("engine") == "trtllm")
-        & (pl.col("metric") == "ttft_ms")
-        & (pl.col("serving") == "aggregated")
-        & pl.col("source").str.contains("aiconfigurator")
-        & (pl.col("batch").cast(pl.Float64, strict=False) <= 8)
+    few = matching(residuals, engine="trtllm").filter(
+        pl.col("source").str.contains("aiconfigurator") & (pl.col("batch").cast(pl.Float64) <= 8)
     )
     beyond = few.group_by("model").agg((pl.col("measured") - pl.col("default_in_sample")).median())["measured"]
     trt_beyond = (beyond.min() + trt_overhead * 1e3, beyond.max() + trt_overhead * 1e3, beyond.len())
@@ -448,7 +449,7 @@ max-throughput runs) are compared but never fitted. The search is Levenberg-Marq
 errors: a step's candidates (the Jacobian's columns, three damped steps), the sub-fits that do not
 depend on one another (per GPU family, per engine) and the folds of a cross-validation are evaluated
 together in one estimator pass each, so the whole refit takes seconds, not minutes: `python
-benchmarks/bench_refit.py` prints its wall time and peak memory, 30 s and 600 MiB on two cores
+benchmarks/bench_refit.py` prints its wall time and peak memory, 28 s and 520 MiB on two cores
 (December 2026), where the Nelder-Mead search it replaced took 356 s.
 
 ## Headline: TTFT and TPOT at a stated concurrency

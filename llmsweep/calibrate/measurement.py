@@ -314,6 +314,13 @@ def not_estimable(m: Measurement) -> str | None:
     are estimated and keep the estimator's reason.)"""
     if not m.column:
         return NOT_ESTIMATED.get((m.metric, m.unit), f"metric {m.metric!r} is not estimated")
+    # lengths that leave nothing to measure
+    if m.metric == "prefill_tok_s" and m.input_tokens < 1:
+        return "prefill_tok_s with input_len 0: no prompt to prefill"
+    if m.metric in ("output_throughput_tok_s", "decode_tok_s_per_seq") and m.output_tokens < 1:
+        return f"{m.metric} with output_len 0: no output tokens"
+    if m.metric.startswith(("tpot", "itl")) and m.output_tokens < 2:
+        return f"{m.metric} with output_len {m.output_tokens}: no interval between tokens (it needs 2 or more)"
     if m.mode.lower() not in ("", "agg", "aggregated", *DISAGGREGATED_SPELLINGS):
         hint = did_you_mean(m.mode.lower(), ["agg", "aggregated", *DISAGGREGATED_SPELLINGS], n=1)
         return f"mode {m.mode!r}: serving modes estimated are agg (aggregated) and disagg (disaggregated)" + (

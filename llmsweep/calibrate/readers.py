@@ -217,18 +217,6 @@ def _scenario(row: dict, metric: str, batch: int | str, notes: list[str]) -> tup
     return scenario, ttft, tpot
 
 
-def _length_problem(metric: str, input_tokens: int, output_tokens: int) -> str | None:
-    """A metric the lengths leave nothing to measure: a prefill rate without a prompt, an output rate
-    without output, an interval between tokens with fewer than two."""
-    if metric == "prefill_tok_s" and input_tokens < 1:
-        return "prefill_tok_s with input_len 0: no prompt to prefill"
-    if metric in ("output_throughput_tok_s", "decode_tok_s_per_seq") and output_tokens < 1:
-        return f"{metric} with output_len 0: no output tokens"
-    if metric.startswith(("tpot", "itl")) and output_tokens < 2:
-        return f"{metric} with output_len {output_tokens}: no interval between tokens (it needs 2 or more)"
-    return None
-
-
 def _pools(row: dict, notes: list[str]) -> dict:
     """A disaggregated row's pools (mode disagg with prefill_workers and decode_workers given): the
     decode worker's layout as the row's tp, pp, dp_attention, ep and moe_tp, the prefill worker's as
@@ -288,9 +276,6 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     lengths = _lengths(row, notes)
     if lengths == [0, 0]:
         raise RowError("input_len and output_len are both 0")
-    length_problem = _length_problem(metric, *lengths)
-    if length_problem:
-        raise RowError(length_problem)
     value = _number(row, "value")
     measured = value * scale
     if not math.isfinite(measured):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, mo
 from llmsweep.catalog.engines import ENGINES
 from llmsweep.columns import BAND_GROUPS
 from llmsweep.errors import did_you_mean
-from llmsweep.limits import RANGES, check, typed
+from llmsweep.limits import RANGES, check, reject_bool, typed
 from llmsweep.limits import field as lim
 
 # Defaults for profile files written before these parameters existed: a 10 ms request overhead and
@@ -92,14 +92,8 @@ class Efficiency(BaseModel):
     draft_acceptance: typed("share") = lim("share", DRAFT_ACCEPTANCE)
 
 
-def _not_bool(value):
-    """A profile value is a number: YAML's true would otherwise pass as 1.0."""
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, got {str(value).lower()}")
-    return value
-
-
-Number = Annotated[float, BeforeValidator(_not_bool)]
+# an override is a number: YAML's true would otherwise pass as 1.0
+Number = Annotated[float, BeforeValidator(reject_bool)]
 
 
 class EngineOverrides(BaseModel):
@@ -183,12 +177,11 @@ def _not_one_of(where: str, name: str, what: str, plural: str, known) -> str:
     return f"{where}: not {what}{meant}; {plural}: {', '.join(known)}"
 
 
-def _first_error(e: ValueError) -> str:
-    errors = getattr(e, "errors", None)
-    if callable(errors):
-        err = errors()[0]
-        key = ".".join(map(str, err["loc"]))
-        hint = did_you_mean(key, Efficiency.model_fields) if err["type"] == "extra_forbidden" else []
-        message = err["msg"] + (f" (did you mean {' or '.join(hint)}?)" if hint else "")
-        return f"{key}: {message} (got {err.get('input')!r})"
-    return str(e)
+def _first_error(e: ValidationError) -> str:
+    """'<key>: <message> (got <value>)' for the first of an Efficiency's errors, with a did-you-mean
+    for a parameter it does not have."""
+    err = e.errors()[0]
+    key = ".".join(map(str, err["loc"]))
+    hint = did_you_mean(key, Efficiency.model_fields) if err["type"] == "extra_forbidden" else []
+    message = err["msg"] + (f" (did you mean {' or '.join(hint)}?)" if hint else "")
+    return f"{key}: {message} (got {err.get('input')!r})"
