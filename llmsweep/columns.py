@@ -660,7 +660,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "One sequence's share of a step's compute time (attention at its own rate, 16-bit or fp8).",
             False,
         ),
-        ("decode_kv_bytes_per_sequence", F, "bytes", "", "KV one sequence's decode step reads, all GPUs.", False),
+        (
+            "decode_kv_bytes_per_sequence",
+            F,
+            "bytes",
+            "",
+            "Cache bytes one sequence's decode step moves, all GPUs: KV read, a recurrent state read and written.",
+            False,
+        ),
         # Per row.
         (
             "group_batch",

@@ -78,6 +78,32 @@ def test_mla_latent_is_replicated_across_tp():
     assert row["kv_cache_bytes"] == 8 * 1000 * 70_272
 
 
+@pytest.mark.parametrize(("tp", "kv_split"), [(1, 1), (2, 2), (8, 2)])
+def test_a_recurrent_state_is_split_over_tp_and_written_back_each_step(tp, kv_split):
+    # Qwen3.5-397B-A17B: 15 full-attention layers of 2 KV heads x 256 dims, 2 x 2 x 256 x 15 x 2 B =
+    # 30,720 B per token at bf16, and 45 Gated DeltaNet layers with a fixed 192,061,440 B state per
+    # sequence (test_architecture.py). tp splits the state's 64 value heads but only 2 KV heads, so at
+    # tp 8 each KV head sits on 4 GPUs while each GPU holds 1/8 of the state.
+    kv_token, state = 30_720, 192_061_440
+    row = estimate_row(
+        gpu="h200-sxm",
+        model="Qwen/Qwen3.5-397B-A17B",
+        precision="fp8",
+        kv_precision="bf16",
+        tp=tp,
+        batch=8,
+        input_tokens=8000,
+        output_tokens=192,
+    )
+    # one GPU, 8 sequences at 8,192 tokens; tp 8: 8 x (30,720 x 8,192 / 2 + 192,061,440 / 8)
+    # = 8 x (125,829,120 + 24,007,680) = 1,198,694,400 B
+    assert row["kv_cache_bytes"] == 8 * (kv_token * 8192 / kv_split + state / tp)
+    # a decode step at the mean context 8,000 + 96 reads each KV head on every GPU holding it
+    # (tp / kv_split copies) and reads and writes the whole state once: tp 8,
+    # 30,720 x 8,096 x 4 + 2 x 192,061,440 = 994,836,480 + 384,122,880 = 1,378,959,360 B a sequence
+    assert row["decode_kv_bytes_per_sequence"] == kv_token * 8096 * (tp / kv_split) + 2 * state
+
+
 def test_sliding_window_caps_kv():
     # Mistral-7B-v0.1: every layer has a 4096-token window, so at 8192 tokens a sequence holds
     # 131,072 B x 4096 = 536,870,912 bytes, not 131,072 x 8192

@@ -11,7 +11,7 @@ import polars as pl
 from llmsweep.columns import c, text
 from llmsweep.estimate import speculative
 from llmsweep.estimate.experts import weight_bytes_read
-from llmsweep.estimate.memory import kv_sequence_bytes
+from llmsweep.estimate.memory import attention_kv_bytes, kv_sequence_bytes
 from llmsweep.estimate.parallel import comm_s
 
 # -- per layout -------------------------------------------------------------------------------
@@ -230,13 +230,15 @@ def decode_compute_s_per_sequence() -> pl.Expr:
 
 
 def decode_kv_bytes_per_sequence() -> pl.Expr:
-    """KV one sequence's decode step reads at the mean context, counted on every tp rank that
-    holds a replica of it. With DSA the step reads the latents of the top-k keys only, and the
-    indexer keys of every cached token: KV(min(c, k)) + indexer bytes x (c - min(c, k))."""
+    """Cache bytes one sequence's decode step moves at the mean context: its attention KV, counted on
+    every tp rank that holds a replica of it, and its recurrent state (linear-attention / Mamba
+    layers), read and written back, 2 x state, split over the tp ranks (memory.state_split). With DSA
+    the step reads the latents of the top-k keys only, and the indexer keys of every cached token:
+    KV(min(c, k)) + indexer bytes x (c - min(c, k))."""
     ctx = mean_decode_context()
     read = pl.min_horizontal(ctx, c.attention_topk)
     indexer = c.indexer_elements_per_token * c.kv_bytes_per_element * (ctx - read)
-    return (kv_sequence_bytes(read) + indexer) * c.kv_read_replicas
+    return (attention_kv_bytes(read) + indexer) * c.kv_read_replicas + 2 * c.state_bytes_per_sequence
 
 
 def decode_flops_per_step() -> pl.Expr:

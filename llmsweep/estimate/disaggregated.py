@@ -59,7 +59,7 @@ import polars as pl
 
 from llmsweep.columns import POOL_COLUMNS, c, text
 from llmsweep.estimate import compute, load, parallel, speculative
-from llmsweep.estimate.memory import kv_sequence_bytes
+from llmsweep.estimate.memory import kv_gpu_bytes, kv_sequence_bytes
 from llmsweep.estimate.parallel import SCALE_OUT, SCALE_UP
 
 AGGREGATED, DISAGGREGATED = "aggregated", "disaggregated"
@@ -101,7 +101,7 @@ DISAGGREGATED_ONLY = (
 def prefill_worker_memory() -> pl.Expr:
     """Memory of a prefill worker's GPU: weights + overhead + one prompt's KV cache (its shard) +
     the workspace of one chunk of it (the prompt leaves for the decode pool once prefilled)."""
-    kv = kv_sequence_bytes(c.input_tokens) / c.kv_split
+    kv = kv_gpu_bytes(c.input_tokens)
     chunk = pl.min_horizontal(c.prefill_new_tokens, c.prefill_chunk_tokens) * c.activation_bytes_per_token
     return c.weight_bytes + c.overhead_bytes + kv + chunk + c.logits_bytes_per_sequence
 

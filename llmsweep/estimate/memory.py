@@ -58,6 +58,14 @@ def kv_split() -> pl.Expr:
     return c.pp * pl.min_horizontal(c.tp, c.kv_heads)
 
 
+def state_split() -> pl.Expr:
+    """How many GPUs share one sequence's recurrent state (linear-attention / Mamba layers): pp x tp.
+    The state is per head and tp splits the heads (Qwen3.5-397B's 64 DeltaNet value heads, Nemotron-H's
+    128 Mamba heads; engines refuse a tp that does not divide them), so unlike a KV head it is never
+    replicated."""
+    return c.pp * c.tp
+
+
 def kv_read_replicas() -> pl.Expr:
     """Copies of each KV head that the tp ranks read per step: tp / min(tp, h_kv) (1 unless replicated)."""
     return c.tp / pl.min_horizontal(c.tp, c.kv_heads)
@@ -99,22 +107,35 @@ def free_bytes() -> pl.Expr:
 # -- per row ----------------------------------------------------------------------------------
 
 
+def attention_kv_bytes(context: pl.Expr) -> pl.Expr:
+    """KV bytes of one sequence's attention layers at `context` tokens: full-attention layers hold
+    every token, sliding-window (or chunked) layers at most W (min ignores W = null)."""
+    return c.kv_full_bytes_per_token * context + c.kv_window_bytes_per_token * pl.min_horizontal(
+        context, c.sliding_window_tokens
+    )
+
+
 def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
-    """KV bytes of one sequence at `context` tokens, all layers: full-attention layers hold every
-    token, sliding-window (or chunked) layers at most W (min ignores W = null), and
-    linear-attention / Mamba layers a fixed state whatever the context (Qwen3.5, Nemotron-H)."""
-    return (
-        c.kv_full_bytes_per_token * context
-        + c.kv_window_bytes_per_token * pl.min_horizontal(context, c.sliding_window_tokens)
-        + c.state_bytes_per_sequence
+    """Cache bytes of one sequence at `context` tokens, all layers, one copy: the attention layers' KV
+    (attention_kv_bytes) + the fixed state of linear-attention / Mamba layers, whatever the context
+    (Qwen3.5, Nemotron-H)."""
+    return attention_kv_bytes(context) + c.state_bytes_per_sequence
+
+
+def kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
+    """One GPU's share of one sequence's cache at `context` tokens: KV x (1 + f) / kv_split + state /
+    state_split, f = the speculative draft's KV share (0 without one; its layer's cache,
+    estimate/speculative.py). Qwen3.5-397B at tp 8: its 2 KV heads are split 2 ways (each on 4 GPUs),
+    its DeltaNet state 8 ways."""
+    return attention_kv_bytes(context) * (1 + c.draft_fraction) / c.kv_split + c.state_bytes_per_sequence / (
+        state_split()
     )
 
 
 def kv_context_bytes_per_sequence() -> pl.Expr:
-    """KV cache of one sequence at context_tokens on one GPU: KV(sequence) x (1 + f) / (pp x min(tp, h_kv)),
-    f = the speculative draft's KV share (0 without one; its layer's cache, estimate/speculative.py),
-    less a shared prefix held once (shared_prefix_bytes)."""
-    return kv_sequence_bytes(c.context_tokens) * (1 + c.draft_fraction) / c.kv_split - shared_prefix_bytes()
+    """KV cache of one sequence at context_tokens on one GPU (kv_gpu_bytes), less a shared prefix held
+    once (shared_prefix_bytes)."""
+    return kv_gpu_bytes(c.context_tokens) - shared_prefix_bytes()
 
 
 def shared_prefix_bytes() -> pl.Expr:
