@@ -49,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 FILES = (DATA / "measured-dev.csv", DATA / "measured-load-dev.csv", DATA / "measured-serving-dev.csv")
 LOADED = "ai-dynamo/aiconfigurator"  # the source of measured-load-dev.csv and part of measured-serving-dev.csv
+# The sources of the loaded files (measured-load-dev.csv, measured-serving-dev.csv), as source_key names them.
+LOADED_SOURCES = (LOADED, "SemiAnalysisAI/InferenceX-app")
 # Models with routed experts (for the MoE / dense split of the tables).
 MOE = "experts"
 
@@ -68,7 +70,7 @@ def by_source_or_model(m: Measurement) -> str:
     (network) of the loaded files (measured-load-dev.csv and the aggregated rows of
     measured-serving-dev.csv)."""
     key = source_key(m.source)
-    return network(m.model) if m.batch != "max" and key in (LOADED, "SemiAnalysisAI/InferenceX") else key
+    return network(m.model) if m.batch != "max" and key in LOADED_SOURCES else key
 
 
 def by_engine(m: Measurement) -> str:

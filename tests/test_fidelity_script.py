@@ -8,7 +8,8 @@ import sys
 import polars as pl
 import pytest
 
-from llmsweep.calibrate import Measurement
+from llmsweep.calibrate import Measurement, read_file
+from llmsweep.catalog import load_catalog
 
 from .conftest import ROOT
 
@@ -27,6 +28,18 @@ def test_leaving_a_model_out_leaves_out_its_network(script):
     # aiconfigurator lists DeepSeek-R1 under DeepSeek-V3's name; InferenceX as DeepSeek-R1
     assert script.network("deepseek-ai/DeepSeek-R1") == script.network("deepseek-ai/DeepSeek-V3")
     assert script.network("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B"
+
+
+def test_every_network_of_the_loaded_files_is_one_held_out_group(script):
+    # aiconfigurator's DeepSeek-V3 rows and InferenceX's DeepSeek-R1 rows are one network: a fold
+    # holding one out while fitting the other would score DeepSeek on DeepSeek
+    catalog = load_catalog()
+    groups: dict[str, set[str]] = {}
+    for path in script.FILES[1:]:  # measured-load-dev.csv, measured-serving-dev.csv
+        for m in read_file(path, catalog).measurements:
+            groups.setdefault(script.network(m.model), set()).add(script.by_source_or_model(m))
+    assert {n: g for n, g in groups.items() if g != {n}} == {}
+    assert script.network("deepseek-ai/DeepSeek-R1") in groups
 
 
 @pytest.mark.parametrize(("read", "nominal"), [(922, 1024), (1024, 1024), (7373, 8192), (8192, 8192), (128, 128)])
