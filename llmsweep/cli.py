@@ -267,8 +267,8 @@ def main() -> None:
 @click.option(
     "--draft-tokens",
     type=click.IntRange(1, MAX_DRAFT_TOKENS),
-    help="Tokens drafted per sequence and step (default: mtp the engine's own depth, SGLang and TensorRT-LLM 3, "
-    "vLLM 1; eagle and draft 3).",
+    help="Tokens drafted per sequence and step (default: mtp the engine's own depth, SGLang 3, TensorRT-LLM "
+    "and vLLM 1; eagle and draft 3).",
 )
 @click.option(
     "--acceptance",

@@ -215,7 +215,7 @@ class Measurement:
     @property
     def draft_tokens(self) -> int:
         """Tokens drafted per step: the engine's default for an MTP row (the sources state none;
-        catalog/engines.MTP_DRAFT_TOKENS: SGLang and TensorRT-LLM 3, vLLM 1), else 0."""
+        catalog/engines.MTP_DRAFT_TOKENS: SGLang 3, TensorRT-LLM and vLLM 1), else 0."""
         return mtp_draft_tokens(self.engine) if self.speculative.lower() == "mtp" else 0
 
     @property

@@ -131,10 +131,10 @@ MTP_DRAFT_TOKENS: dict[str, tuple[int, str]] = {
         "for DeepseekV3ForCausalLM, GLM-4 MoE and gpt-oss",
     ),
     "trtllm": (
-        3,
-        "an assumption: TensorRT-LLM's MTPDecodingConfig defaults to 1 (not checked in its source), but its "
-        "DeepSeek-R1 recipes draft 3, and so, by their speed, do the InferenceX runs of measured-serving-dev.csv "
-        "(with 1 drafted token no acceptance reaches their TPOT)",
+        1,
+        "TensorRT-LLM's MTPDecodingConfig: num_nextn_predict_layers defaults to 1 (its LLM API reference; not "
+        "checked in its source here). Its DeepSeek-R1 recipes draft up to 3, but the sources of "
+        "measured-serving-dev.csv state none, so its rows take the default",
     ),
     "vllm": (1, "vLLM's DeepSeek MTP example sets num_speculative_tokens 1 (not checked in its source)"),
 }

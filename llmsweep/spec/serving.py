@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 MODES = disaggregated.MODES
 METHODS = speculative.METHODS
 # Tokens drafted per step when the sweep says none: MTP at its engine's default depth (None:
-# catalog/engines.MTP_DRAFT_TOKENS, SGLang and TensorRT-LLM 3, vLLM 1; DeepSeek-V3 trains one MTP
+# catalog/engines.MTP_DRAFT_TOKENS, SGLang 3, TensorRT-LLM and vLLM 1; DeepSeek-V3 trains one MTP
 # module, depth D = 1, which engines run k times, §2.2); three for EAGLE heads and draft models, an
 # assumption (a few tokens, where an acceptance of 0.7 still gains: E = 2.53 at k = 3).
 DEFAULT_DRAFT_TOKENS = {"mtp": None, "eagle": 3, "draft": 3}
@@ -96,8 +96,8 @@ class SpeculationSpec(_Strict):
     )
     draft_tokens: number("draft_tokens") | None = Field(
         None,
-        description="k: tokens drafted per sequence and step, 1 to 16 (default: mtp the engine's own, SGLang and "
-        "TensorRT-LLM 3, vLLM 1; eagle and draft 3).",
+        description="k: tokens drafted per sequence and step, 1 to 16 (default: mtp the engine's own, SGLang 3, "
+        "TensorRT-LLM and vLLM 1; eagle and draft 3).",
     )
     acceptance: number("acceptance") | None = Field(
         None,
