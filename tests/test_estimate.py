@@ -111,6 +111,27 @@ def test_sliding_window_caps_kv():
     assert row["kv_cache_bytes"] == 131_072 * 4096
 
 
+def test_chunked_attention_attends_within_its_chunk():
+    # Llama-4-Scout: 48 layers, 36 of them attending within chunks of W = 8,192 tokens (query i sees
+    # ((i - 1) mod W) + 1 keys, not min(i, W)), 12 globally; 4 x 48 x 40 heads x 128 = 983,040 FLOPs
+    # per key, window share 36/48 = 0.75. A 32,768-token prompt: full span 32,768^2 / 2 = 536,870,912,
+    # chunked 4 chunks x 8,192^2 / 2 = 134,217,728 (a sliding window would give 32,768 x 8,192 -
+    # 8,192^2 / 2 = 234,881,024): 536,870,912 + 0.75 x (134,217,728 - 536,870,912) = 234,881,024 keys.
+    scout = "meta-llama/Llama-4-Scout-17B-16E-Instruct"
+    row = estimate_row(gpu="h100-sxm", model=scout, tp=4, input_tokens=32768, output_tokens=8)
+    assert (row["chunked_window"], row["attention_flops_per_key"], row["window_fraction"]) == (True, 983_040, 0.75)
+    linear = row["flops_per_token"] * 32768
+    assert row["prefill_flops"] == linear + 983_040 * 234_881_024 == 1_356_340_270_202_880
+    # decode, 8,192 in and 8,192 out: the chunked layers' queries fill the second chunk, a mean of
+    # (span(16,384) - span(8,192)) / 8,192 = (2 x 8,192^2 / 2 - 8,192^2 / 2) / 8,192 = 4,096 keys, the
+    # global ones the mean context 8,192 + 4,096 = 12,288: 12,288 + 0.75 x (4,096 - 12,288) = 6,144.
+    row = estimate_row(gpu="h100-sxm", model=scout, tp=4, input_tokens=8192, output_tokens=8192)
+    assert row["decode_flops_per_step"] == row["flops_per_token"] + 983_040 * 6_144
+    # and they read those keys' KV: 49,152 B per token in the global layers x 12,288 + 147,456 B in
+    # the chunked ones x 4,096 = 603,979,776 + 603,979,776 bytes (8 KV heads: split, never replicated)
+    assert row["decode_kv_bytes_per_sequence"] == 49_152 * 12_288 + 147_456 * 4_096 == 1_207_959_552
+
+
 def test_activation_and_overhead_bytes():
     # Llama-2-7B fp16, tp 1, one 512-token prompt. Per prefill token:
     # (2 x 4096 + (32 + 2 x 32) x 128 + 2 x 11008) x 2 bytes = 42,496 x 2 = 84,992 bytes;
@@ -156,6 +177,19 @@ def test_tensor_parallel_allreduce():
     assert row["decode_comm_s"] == pytest.approx(160 * (1e-5 + 16384 / 450e9))
     # PCIe cards without NVLink communicate over PCIe Gen4 x16: 31.5 GB/s per direction
     assert estimate_row(gpu="l40s", model=L31_8B, tp=2)["link_bandwidth_bytes_per_s"] == 31.5e9
+
+
+def test_a_nemotron_h_block_holds_one_mixer_and_one_allreduce():
+    # Nemotron-3 Super: 88 blocks (hybrid_override_pattern), each one Mamba2, MoE or attention mixer
+    # ending in one row-parallel projection: 88 all-reduces a pass, not 2 x 88. Default profile, tp 8
+    # on H100 SXM (NVLink 450 GB/s per direction), d = 4,096 at 2 bytes:
+    # 88 x 10 us = 0.88 ms, and per token 88 x 2 x 7/8 x 4,096 x 2 / 450e9 = 2.8032e-6 s
+    row = estimate_row("default", gpu="h100-sxm", model="nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", tp=8)
+    assert row["tp_allreduces"] == 88
+    assert row["allreduce_fixed_s"] == pytest.approx(88 * 1e-5, rel=1e-12)
+    assert row["allreduce_s_per_token"] == pytest.approx(88 * 2 * 7 / 8 * 4096 * 2 / 450e9, rel=1e-12)
+    # a standard decoder layer holds two: Llama-3.1-70B's 80 layers, 160 (test_tensor_parallel_allreduce)
+    assert estimate_row(gpu="h100-sxm", model=L31_70B, tp=2)["tp_allreduces"] == 160
 
 
 def test_pipeline_parallel_adds_memory_not_speed():

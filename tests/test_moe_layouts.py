@@ -79,6 +79,26 @@ def test_expert_all_to_all():
     assert r1(tp=8, ep=1, batch=64)["expert_link"] is None  # tp 8 alone: the all-reduces carry the experts
 
 
+def test_a_latent_moe_routes_its_latent():
+    # Nemotron-3 Super projects each token from d = 4,096 to its 1,024-wide latent before routing it
+    # (LatentMoE; moe_latent_size): dispatch + combine per MoE layer move the latent, 2 x 40 MoE
+    # layers x k 22 x 1,024 x 2 bytes = 3,604,480 bytes per token, 7/8 of it to other GPUs over H100
+    # NVLink 450 GB/s per direction: 3,153,920 / 450e9 = 7.0087e-6 s (at d it would be 4x that)
+    row = estimate_row(
+        gpu="h100-sxm",
+        model="nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+        precision="fp8",
+        tp=1,
+        dp_attention=8,
+        ep=8,
+        batch=64,
+    )
+    assert (row["moe_width"], row["moe_layers"], row["experts_per_token"]) == (1024, 40, 22)
+    assert row["alltoall_s_per_token"] == pytest.approx(3_153_920 / 450e9, rel=1e-12)
+    # a model without a latent routes d: DeepSeek-R1's 7,168
+    assert r1(tp=1, dp_attention=8, ep=8, batch=64)["moe_width"] == 7168
+
+
 def test_expert_parallelism_inside_the_tp_group_needs_no_all_to_all():
     # tp 8 x ep 8, no attention DP: after attention every GPU holds all 64 tokens, runs those routed
     # to its 32 experts, and the MLP's all-reduce sums the outputs (vLLM's FusedMoE uses all-to-all

@@ -94,10 +94,21 @@ class Architecture:
     shared_experts: int = 0
     dense_layers: int = 0  # layers with a dense MLP in an MoE model (first_k_dense_replace, interleaving)
     mtp_layers: int = 0  # multi-token-prediction modules the checkpoint ships (0 = none; `_mtp_layers`)
+    # Width of the vector a routed token travels at through the MoE layers (dispatch, combine, the
+    # kernels around the expert GEMMs): d, or Nemotron-3's moe_latent_size (LatentMoE projects each
+    # token to the latent before routing it); 0 = d.
+    moe_width: int = 0
 
     @property
     def is_mla(self) -> bool:
         return self.mla_kv_width > 0
+
+    @property
+    def tp_allreduces(self) -> int:
+        """Tensor-parallel all-reduces of one forward pass: one after each row-parallel sublayer, two per
+        layer (attention, then the MLP or MoE); Nemotron-H's blocks hold one mixer each (attention,
+        Mamba2, MoE or MLP: hybrid_override_pattern), one per block."""
+        return self.layers if self.model_type.startswith("nemotron_h") else 2 * self.layers
 
     @property
     def attention_layers(self) -> int:
@@ -498,6 +509,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         shared_experts=shared,
         dense_layers=dense_layers,
         mtp_layers=_mtp_layers(cfg, where),
+        moe_width=(latent or d) if experts else 0,
     )
 
 

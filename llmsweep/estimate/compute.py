@@ -11,7 +11,7 @@ import polars as pl
 from llmsweep.columns import c, text
 from llmsweep.estimate import speculative
 from llmsweep.estimate.experts import weight_bytes_read
-from llmsweep.estimate.memory import attention_kv_bytes, kv_sequence_bytes
+from llmsweep.estimate.memory import kv_sequence_bytes
 from llmsweep.estimate.parallel import comm_s
 
 # -- per layout -------------------------------------------------------------------------------
@@ -97,24 +97,25 @@ def fixed_step_s() -> pl.Expr:
 
 
 def routing_s_per_token() -> pl.Expr:
-    """n_r x a x d x L_moe x k / (ep BW eta_bw) (x the routing skew when ep > 1): memory time one
+    """n_r x a x d_moe x L_moe x k / (ep BW eta_bw) (x the routing skew when ep > 1): memory time one
     token passing through the MoE layers adds on the busiest GPU, in the kernels around the expert
     GEMMs. Each of its k routed copies is written in the experts' order (permutation, the activation
     quantised for fp8/fp4 GEMMs), gated (SiLU x up over the expert's width) and read back into a
-    weighted sum (combine): n_r passes over a d-wide 16-bit vector per copy (routed_activation_passes,
-    profile; 0 in `ideal` and for dense models). The copies spread over the ep ranks; with tensor-split
-    experts (ep 1) every rank runs these passes at full width for every token. Per pass they run
-    between the GEMMs, so their time adds to the roofline's max(compute, memory), like communication,
-    and scales with bandwidth, not the FLOP peak: a larger share of a prefill on a GPU with a fast
-    fp8/fp4 peak. Count per copy: permute read + write (2), quantise (1.5: a 16-bit read, an 8-bit
-    write), the up/gate GEMM's output 2 I_e, SiLU x up reading it and writing I_e (1.4 for DeepSeek's
-    I_e / d = 0.29), the down GEMM's output (1), combine's read (1): about 7, not fitted
-    (calibrate/fitting.py SHARED_PARAMS says why). DeepSeek-R1
-    (d 7,168, 58 MoE layers, k 8) at n_r = 7 on ep 8: 7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes
+    weighted sum (combine): n_r passes over a d_moe-wide 16-bit vector per copy
+    (routed_activation_passes, profile; 0 in `ideal` and for dense models; d_moe = moe_width: d, or
+    the latent Nemotron-3 routes). The copies spread over the ep ranks; with tensor-split experts
+    (ep 1) every rank runs these passes at full width for every token. Per pass they run between the
+    GEMMs, so their time adds to the roofline's max(compute, memory), like communication, and scales
+    with bandwidth, not the FLOP peak: a larger share of a prefill on a GPU with a fast fp8/fp4 peak.
+    Count per copy: permute read + write (2), quantise (1.5: a 16-bit read, an 8-bit write), the
+    up/gate GEMM's output 2 I_e, SiLU x up reading it and writing I_e (1.4 for DeepSeek's I_e / d =
+    0.29), the down GEMM's output (1), combine's read (1): about 7, not fitted (calibrate/fitting.py
+    SHARED_PARAMS says why). DeepSeek-R1 (d 7,168, 58 MoE layers, k 8) at n_r = 7 on ep 8:
+    7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes
     per token and GPU, 1.04 us at 8 TB/s x 0.7, 8.5 ms for an 8k prompt."""
     passes = c.routed_activation_passes * c.moe_layers * c.experts_per_token
     skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
-    per_gpu = passes * c.activation_bytes_per_element * c.hidden_size * skew / c.ep
+    per_gpu = passes * c.activation_bytes_per_element * c.moe_width * skew / c.ep
     return per_gpu / (c.memory_bandwidth_bytes_per_s * c.bandwidth_efficiency)
 
 
@@ -132,20 +133,47 @@ def _windowed_span(tokens: pl.Expr, w: pl.Expr) -> pl.Expr:
     return pl.when(tokens > w).then(tokens * w - w * w / 2).otherwise(full)
 
 
+def _chunked_span(tokens: pl.Expr, w: pl.Expr) -> pl.Expr:
+    """Sum over positions i = 1..S of the keys of i's own chunk of W, ((i - 1) mod W) + 1:
+    floor(S / W) W^2 / 2 + r^2 / 2, r = S - floor(S / W) W (= S^2 / 2 for S <= W)."""
+    chunks = (tokens / w).floor()
+    r = tokens - chunks * w
+    return chunks * w * w / 2 + r * r / 2
+
+
+def window_span(tokens: pl.Expr) -> pl.Expr:
+    """attention_span of a window layer: _chunked_span for chunked attention (Llama 4), else the
+    sliding window's _windowed_span."""
+    w = c.sliding_window_tokens
+    return pl.when(c.chunked_window).then(_chunked_span(tokens, w)).otherwise(_windowed_span(tokens, w))
+
+
 def attention_span(tokens: pl.Expr) -> pl.Expr:
     """Sum over positions i = 1..S of the keys attended to, min(i, W): S^2 / 2 for full causal
-    attention; S W - W^2 / 2 for a window W < S (layers mixed by window_fraction). DSA attends to
-    the top-k cached keys of each query: a window of k for the FLOPs (the indexer scores all)."""
+    attention; S W - W^2 / 2 for a window W < S (layers mixed by window_fraction; in W-token chunks
+    for chunked attention, window_span). DSA attends to the top-k cached keys of each query: a
+    window of k for the FLOPs (the indexer scores all)."""
     full = _windowed_span(tokens, c.attention_topk)
-    windowed = _windowed_span(tokens, c.sliding_window_tokens)
-    return full + c.window_fraction * (windowed - full)
+    return full + c.window_fraction * (window_span(tokens) - full)
 
 
-def attended_keys(context: pl.Expr) -> pl.Expr:
-    """Keys one decode query attends to at `context` cached tokens: the context, min(context, W) in
-    window layers (mixed by window_fraction), at most the top-k with DSA."""
-    full = pl.min_horizontal(context, c.attention_topk)
-    return full + c.window_fraction * (pl.min_horizontal(context, c.sliding_window_tokens) - full)
+def decode_window_keys() -> pl.Expr:
+    """Keys a decode query of a window layer attends to, over the generation: min(c, W) at the mean
+    context c (mean_decode_context); with chunked attention the mean over the generated positions of
+    their place in their chunk, (window_span(S_in + S_out) - window_span(S_in)) / S_out (about W / 2
+    over a long generation, not W). Scout (W 8,192), 8,192 in and 8,192 out: the second chunk's
+    positions, 8,192^2 / 2 / 8,192 = 4,096 keys."""
+    sliding = pl.min_horizontal(mean_decode_context(), c.sliding_window_tokens)
+    end = c.input_tokens + c.output_tokens
+    chunked = (window_span(end) - window_span(c.input_tokens)) / c.output_tokens
+    return pl.when(c.chunked_window & (c.output_tokens > 0)).then(chunked).otherwise(sliding)
+
+
+def attended_keys() -> pl.Expr:
+    """Keys one decode query attends to at the mean context c: c, decode_window_keys in window layers
+    (mixed by window_fraction), at most the top-k with DSA."""
+    full = pl.min_horizontal(mean_decode_context(), c.attention_topk)
+    return full + c.window_fraction * (decode_window_keys() - full)
 
 
 # prefill: one prompt of S_in tokens, of which n = prefill_new_tokens are computed (estimate/prefix.py)
@@ -218,7 +246,7 @@ def decode_flops_per_sequence() -> pl.Expr:
     4 x L x h_q x d_dec x keys (decode_attention_flops_per_key; windowed layers read min(c, W) keys,
     DSA the top-k) + DSA's indexer over all c cached keys."""
     ctx = mean_decode_context()
-    attention = c.decode_attention_flops_per_key * attended_keys(ctx)
+    attention = c.decode_attention_flops_per_key * attended_keys()
     return c.flops_per_token + attention + c.indexer_flops_per_key * ctx
 
 
@@ -234,11 +262,13 @@ def decode_kv_bytes_per_sequence() -> pl.Expr:
     every tp rank that holds a replica of it, and its recurrent state (linear-attention / Mamba
     layers), read and written back, 2 x state, split over the tp ranks (memory.state_split). With DSA
     the step reads the latents of the top-k keys only, and the indexer keys of every cached token:
-    KV(min(c, k)) + indexer bytes x (c - min(c, k))."""
+    KV(min(c, k)) + indexer bytes x (c - min(c, k)); window layers read the keys they attend to
+    (decode_window_keys)."""
     ctx = mean_decode_context()
     read = pl.min_horizontal(ctx, c.attention_topk)
     indexer = c.indexer_elements_per_token * c.kv_bytes_per_element * (ctx - read)
-    return (attention_kv_bytes(read) + indexer) * c.kv_read_replicas + 2 * c.state_bytes_per_sequence
+    kv = c.kv_full_bytes_per_token * read + c.kv_window_bytes_per_token * decode_window_keys()
+    return (kv + indexer) * c.kv_read_replicas + 2 * c.state_bytes_per_sequence
 
 
 def decode_flops_per_step() -> pl.Expr:

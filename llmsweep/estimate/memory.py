@@ -142,8 +142,7 @@ def shared_prefix_bytes() -> pl.Expr:
     """One GPU's copy of a prefix common to every request (prefix_shared), t = input_tokens -
     prefill_new_tokens tokens: (KV_full x t + KV_window x min(t, W)) x (1 + f) / kv_split; 0 otherwise."""
     t = prefix.shared_prefix_tokens()
-    kv = c.kv_full_bytes_per_token * t + c.kv_window_bytes_per_token * pl.min_horizontal(t, c.sliding_window_tokens)
-    return kv * (1 + c.draft_fraction) / c.kv_split
+    return attention_kv_bytes(t) * (1 + c.draft_fraction) / c.kv_split
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:

@@ -142,17 +142,18 @@ def pp_link() -> pl.Expr:
 
 
 def allreduce_fixed_s() -> pl.Expr:
-    """Latency part of one forward pass's tensor-parallel communication: two all-reduces per layer
-    (after attention and after the MLP), 2 x L x alpha(tp link). Zero when tp = 1."""
-    return pl.when(c.tp > 1).then(2 * c.layers * link_latency(c.tp_link)).otherwise(0.0)
+    """Latency part of one forward pass's tensor-parallel communication: one all-reduce after each
+    row-parallel sublayer (tp_allreduces: 2 L, after attention and after the MLP), 2 L x alpha(tp link).
+    Zero when tp = 1."""
+    return pl.when(c.tp > 1).then(c.tp_allreduces * link_latency(c.tp_link)).otherwise(0.0)
 
 
 def allreduce_s_per_token() -> pl.Expr:
     """Bandwidth part per token: a ring all-reduce moves 2 (tp - 1) / tp of the message (d x
-    activation bytes per token) over the per-direction link, twice per layer. A tp group larger
-    than a network unit runs its ring through the NICs: costed at their bandwidth (the slowest
-    link it crosses)."""
-    per_token = 2 * c.layers * 2 * (c.tp - 1) / c.tp * c.hidden_size * c.activation_bytes_per_element
+    activation bytes per token) over the per-direction link, tp_allreduces times a pass (2 L). A tp
+    group larger than a network unit runs its ring through the NICs: costed at their bandwidth (the
+    slowest link it crosses)."""
+    per_token = c.tp_allreduces * 2 * (c.tp - 1) / c.tp * c.hidden_size * c.activation_bytes_per_element
     return pl.when(c.tp > 1).then(per_token / c.link_bandwidth_bytes_per_s).otherwise(0.0)
 
 
@@ -177,12 +178,13 @@ def alltoall_fixed_s() -> pl.Expr:
 
 def alltoall_s_per_token() -> pl.Expr:
     """Bandwidth part per token of an attention group: dispatch sends the token's hidden state
-    (d x activation bytes) to its k experts and combine brings the results back; the group's tp
-    GPUs share the sending, each through its own links:
-    2 x L_moe x k x d x bytes / tp x (inside / inside-unit link + across / NIC)
+    (d_moe x activation bytes; d_moe = moe_width: d, or the latent Nemotron-3 routes) to its k experts
+    and combine brings the results back; the group's tp GPUs share the sending, each through its own
+    links:
+    2 x L_moe x k x d_moe x bytes / tp x (inside / inside-unit link + across / NIC)
     (= ... x (ep - 1) / ep / link inside one unit; DeepSeek-V3 report §3.2: dispatch/combine over
     NVLink within a node and InfiniBand across nodes)."""
-    volume = 2 * c.moe_layers * c.experts_per_token * c.hidden_size * c.activation_bytes_per_element / c.tp
+    volume = 2 * c.moe_layers * c.experts_per_token * c.moe_width * c.activation_bytes_per_element / c.tp
     inside, across = expert_traffic()
     over_network = pl.when(across > 0).then(across / c.scale_out_bandwidth_bytes_per_s).otherwise(0.0)
     inside_s = pl.when(inside > 0).then(inside / c.expert_link_bandwidth_bytes_per_s).otherwise(0.0)
@@ -196,9 +198,9 @@ def gather_s_per_token() -> pl.Expr:
     the n = tp x dp_attention receives every group's tokens before the experts (all-gather) and
     returns the partial sums after them (reduce-scatter), each (n - 1) / n of the dp_attention
     groups' tokens, over the slowest link of the n GPUs:
-    2 x L_moe x (n - 1) / n x dp_attention x d x bytes / link."""
+    2 x L_moe x (n - 1) / n x dp_attention x d_moe x bytes / link (d_moe: moe_width)."""
     n = expert_group_gpus()
-    per_token = 2 * c.moe_layers * (n - 1) / n * c.dp_attention * c.hidden_size * c.activation_bytes_per_element
+    per_token = 2 * c.moe_layers * (n - 1) / n * c.dp_attention * c.moe_width * c.activation_bytes_per_element
     return per_token / link_bandwidth(c.expert_link)
 
 
