@@ -275,6 +275,23 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         ("attention_heads", I, "heads", "Query heads", "h_q.", False),
         ("kv_heads", I, "heads", "KV heads", "h_kv (MLA: 1 shared latent).", False),
+        (
+            "full_kv_heads",
+            I,
+            "heads",
+            "Full-attention KV heads",
+            "h_kv of the full-attention layers (Gemma 4's global heads; otherwise h_kv).",
+            False,
+        ),
+        (
+            "window_fraction",
+            F,
+            "fraction",
+            "Window share",
+            "The window layers' share of the attention FLOPs per key (their share of the layers unless their head "
+            "dim differs, as in Gemma 4).",
+            False,
+        ),
         ("attention_head_dim", F, "", "Attention head dim", "d_h used for attention FLOPs.", False),
         (
             "decode_attention_head_dim",
@@ -599,7 +616,9 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("kv_full_bytes_per_token", F, "bytes", "", "KV bytes per token in full-attention layers.", False),
         ("kv_window_bytes_per_token", F, "bytes", "", "KV bytes per token in sliding-window layers.", False),
         ("kv_split", F, "GPUs", "", "GPUs sharing one sequence's KV cache: pp x min(tp, h_kv).", False),
+        ("full_kv_split", F, "GPUs", "", "kv_split of the full-attention layers: pp x min(tp, their h_kv).", False),
         ("kv_read_replicas", F, "", "", "Copies of each KV head read per step: tp / min(tp, h_kv).", False),
+        ("full_kv_read_replicas", F, "", "", "kv_read_replicas of the full-attention layers.", False),
         ("activation_bytes_per_token", F, "bytes", "", "Live activations per prefill token on one GPU.", False),
         ("logits_bytes_per_sequence", F, "bytes", "", "fp32 logits of one sequence on one GPU.", False),
         ("free_bytes", F, "bytes", "", "Usable memory left after weights and overhead.", False),
@@ -613,7 +632,6 @@ COLUMNS: tuple[Column, ...] = tuple(
             "4 x L x h_q x d_dec: decode attention FLOPs per (query, key) (MLA: absorbed).",
             False,
         ),
-        ("window_fraction", F, "fraction", "", "Share of layers with a sliding window.", False),
         ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
         ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
         (

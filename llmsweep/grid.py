@@ -209,6 +209,8 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
                 "moe_width": a.moe_width or a.hidden_size,
                 "attention_heads": a.attention_heads,
                 "kv_heads": a.kv_heads,
+                "full_kv_heads": a.full_kv_heads or a.kv_heads,
+                "window_fraction": a.window_attention_share,
                 "attention_head_dim": a.attention_head_dim,
                 "decode_attention_head_dim": a.decode_attention_head_dim,
                 "attention_topk": a.attention_topk,

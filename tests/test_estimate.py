@@ -111,6 +111,33 @@ def test_sliding_window_caps_kv():
     assert row["kv_cache_bytes"] == 131_072 * 4096
 
 
+@pytest.mark.parametrize(("tp", "kv_cache_bytes"), [(1, 23_152_558_080), (4, 11_156_848_640), (8, 10_947_133_440)])
+def test_each_kind_of_layer_attends_and_splits_at_its_own_shape(tp, kv_cache_bytes):
+    # gemma-4-26B-A4B (test_architecture.py): 25 window layers (W 1,024) of 8 KV heads x 256 dims,
+    # 204,800 B per token at bf16, and 5 full layers of 2 global KV heads x 512 dims, 20,480 B; 16
+    # query heads. 8 sequences at 131,072 tokens; tp splits each kind over its own KV heads, at
+    # tp 4 the full layers' 2 heads 2 ways (each on 2 GPUs), the window layers' 8 heads 4 ways:
+    # 8 x (20,480 x 131,072 / 2 + 204,800 x 1,024 / 4) = 8 x (1,342,177,280 + 52,428,800) = 11,156,848,640
+    gemma = "google/gemma-4-26B-A4B"
+    row = estimate_row(
+        gpu="h100-sxm", model=gemma, precision="bf16", tp=tp, batch=8, input_tokens=130_048, output_tokens=1024
+    )
+    assert row["kv_cache_bytes"] == 8 * (20_480 * 131_072 / min(tp, 2) + 204_800 * 1_024 / min(tp, 8))
+    assert row["kv_cache_bytes"] == kv_cache_bytes
+    # a decode step reads the full layers' heads on every GPU holding them: tp 4, mean context 130,560,
+    # 20,480 x 130,560 x 4/2 + 204,800 x 1,024 x 4/4 = 5,347,737,600 + 209,715,200 bytes a sequence
+    expected = 20_480 * 130_560 * tp / min(tp, 2) + 204_800 * 1_024 * tp / min(tp, 8)
+    assert row["decode_kv_bytes_per_sequence"] == expected
+    # attention FLOPs per key at each kind's head dim: 4 x 16 x (5 x 512 + 25 x 256) = 573,440, the
+    # window layers' share 6,400 / 8,960 = 0.714 (of the layers 25/30, of the cache 0.909). A
+    # 131,072-token prompt: full span 131,072^2 / 2 = 8,589,934,592, window 131,072 x 1,024 - 1,024^2 / 2
+    # = 133,693,440: 64 x (2,560 x 8,589,934,592 + 6,400 x 133,693,440) = 1,462,135,716,577,280
+    assert (row["attention_flops_per_key"], row["window_fraction"]) == (573_440, 6_400 / 8_960)
+    prompt = estimate_row(gpu="h100-sxm", model=gemma, precision="bf16", input_tokens=131_072, output_tokens=1)
+    attention = prompt["prefill_flops"] - prompt["flops_per_token"] * 131_072
+    assert attention == pytest.approx(1_462_135_716_577_280, rel=1e-12)
+
+
 def test_chunked_attention_attends_within_its_chunk():
     # Llama-4-Scout: 48 layers, 36 of them attending within chunks of W = 8,192 tokens (query i sees
     # ((i - 1) mod W) + 1 keys, not min(i, W)), 12 globally; 4 x 48 x 40 heads x 128 = 983,040 FLOPs

@@ -83,6 +83,8 @@ class Architecture:
     kv_window_elements_per_token: int = 0  # cache elements per token in the window layers
     state_bytes_per_sequence: int = 0  # fixed recurrent state of one sequence, all state layers
     window_kind: str | None = None  # "sliding" or "chunked"
+    window_attention_share: float = 0.0  # window layers' share of the attention FLOPs per key (0 = none)
+    full_kv_heads: int = 0  # KV heads of the full-attention layers (Gemma 4's global heads); 0 = kv_heads
     indexer_head_dim: int = 0  # DSA lightning-indexer key cached per token per layer (0 = none)
     indexer_heads: int = 0  # DSA indexer query heads (index_n_heads)
     attention_topk: int | None = None  # DSA: cached tokens each query attends to (index_topk); None = all
@@ -357,6 +359,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
     # (DeepSeek-V3.2, GLM-5): per layer it caches one index_head_dim key per token beside the latent.
     kv_lora = _get(cfg, "kv_lora_rank", where, False)
     index_dim = _get(cfg, "index_head_dim", where, False) or 0
+    g_dim, g_kv = 0, h_kv  # Gemma 4's full layers: their head dim and KV heads (0: as the others)
     if kv_lora:
         rope = _get(cfg, "qk_rope_head_dim", where)
         nope = _get(cfg, "qk_nope_head_dim", where)
@@ -388,7 +391,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
             attn_params += (h_q + h_kv) * d_h
         per_layer_kv = per_layer_kv_window = 2 * h_kv * d_h
         full_attn_params = window_attn_params = attn_params
-        g_dim = _get(cfg, "global_head_dim", where, False)
+        g_dim = _get(cfg, "global_head_dim", where, False) or 0
         if g_dim:  # Gemma 4: full layers use their own head dim and KV heads; K may double as V
             g_kv = _get(cfg, "num_global_key_value_heads", where, False) or h_kv
             k_eq_v = bool(cfg.get("attention_k_eq_v"))
@@ -410,6 +413,12 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         window_kind = "chunked"
     kinds = _layer_kinds(cfg, model_type, n_layers, window, where)
     n_full, n_window, n_state = kinds.count("full"), kinds.count("window"), kinds.count("state")
+    # Gemma 4's full layers attend at their own head dim: the attention dims are the FLOP-weighted
+    # mean over the attention layers, and the window layers' share of the FLOPs per key is theirs.
+    full_dim = float(g_dim or attn_dim)
+    window_share = n_window * attn_dim / (n_window * attn_dim + n_full * full_dim) if n_window else 0.0
+    if n_full + n_window and full_dim != attn_dim:
+        attn_dim = decode_dim = (n_full * full_dim + n_window * attn_dim) / (n_full + n_window)
     state_params = state_bytes = 0
     if n_state:
         state_params, state_bytes = _state_layer(cfg, model_type, d, where)
@@ -481,6 +490,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         layers=n_layers,
         attention_heads=h_q,
         kv_heads=1 if kv_lora else h_kv,
+        full_kv_heads=1 if kv_lora else g_kv,
         head_dim=d_h,
         attention_head_dim=attn_dim,
         intermediate_size=inter,
@@ -502,6 +512,7 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         kv_window_elements_per_token=n_window * per_layer_kv_window,
         state_bytes_per_sequence=n_state * state_bytes,
         window_kind=window_kind if n_window else None,
+        window_attention_share=window_share,
         indexer_head_dim=index_dim,
         indexer_heads=_get(cfg, "index_n_heads", where) if index_dim else 0,
         attention_topk=_get(cfg, "index_topk", where) if index_dim else None,

@@ -40,11 +40,6 @@ def decode_attention_flops_per_key() -> pl.Expr:
     return 4 * c.attention_layers * c.attention_heads * c.decode_attention_head_dim
 
 
-def window_fraction() -> pl.Expr:
-    """Share of layers that use a sliding window (0 for full attention everywhere)."""
-    return (c.kv_window_elements_per_token / c.kv_elements_per_token).fill_nan(0.0)
-
-
 def dtype_efficiency(dtype: pl.Expr) -> pl.Expr:
     """f: the share of compute_efficiency a matmul reaches at the rate of `dtype`: the profile's
     fp8_gemm_efficiency at the 8-bit floating-point rate, fp4_gemm_efficiency at the 4-bit one, 1 at
@@ -267,8 +262,9 @@ def decode_kv_bytes_per_sequence() -> pl.Expr:
     ctx = mean_decode_context()
     read = pl.min_horizontal(ctx, c.attention_topk)
     indexer = c.indexer_elements_per_token * c.kv_bytes_per_element * (ctx - read)
-    kv = c.kv_full_bytes_per_token * read + c.kv_window_bytes_per_token * decode_window_keys()
-    return (kv + indexer) * c.kv_read_replicas + 2 * c.state_bytes_per_sequence
+    full = c.kv_full_bytes_per_token * read * c.full_kv_read_replicas
+    window = (c.kv_window_bytes_per_token * decode_window_keys() + indexer) * c.kv_read_replicas
+    return full + window + 2 * c.state_bytes_per_sequence
 
 
 def decode_flops_per_step() -> pl.Expr:

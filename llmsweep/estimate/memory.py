@@ -54,8 +54,15 @@ def kv_window_bytes_per_token() -> pl.Expr:
 
 def kv_split() -> pl.Expr:
     """How many GPUs share one sequence's KV cache: pp x min(tp, h_kv). A KV head is never split,
-    so with tp > h_kv heads are replicated (MLA's single latent is replicated on every tp rank)."""
+    so with tp > h_kv heads are replicated (MLA's single latent is replicated on every tp rank). In
+    Gemma 4 this is its window layers'; its full layers have full_kv_split."""
     return c.pp * pl.min_horizontal(c.tp, c.kv_heads)
+
+
+def full_kv_split() -> pl.Expr:
+    """kv_split of the full-attention layers: pp x min(tp, their h_kv) (Gemma 4's 2 global KV heads
+    against its window layers' 8; the same as kv_split in every other model)."""
+    return c.pp * pl.min_horizontal(c.tp, c.full_kv_heads)
 
 
 def state_split() -> pl.Expr:
@@ -69,6 +76,11 @@ def state_split() -> pl.Expr:
 def kv_read_replicas() -> pl.Expr:
     """Copies of each KV head that the tp ranks read per step: tp / min(tp, h_kv) (1 unless replicated)."""
     return c.tp / pl.min_horizontal(c.tp, c.kv_heads)
+
+
+def full_kv_read_replicas() -> pl.Expr:
+    """kv_read_replicas of the full-attention layers: tp / min(tp, their h_kv)."""
+    return c.tp / pl.min_horizontal(c.tp, c.full_kv_heads)
 
 
 def activation_bytes_per_token() -> pl.Expr:
@@ -122,14 +134,19 @@ def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
     return attention_kv_bytes(context) + c.state_bytes_per_sequence
 
 
+def attention_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
+    """One GPU's share of one sequence's attention KV at `context` tokens, each kind of layer split
+    over its own KV heads: full x context / full_kv_split + window x min(context, W) / kv_split."""
+    window = c.kv_window_bytes_per_token * pl.min_horizontal(context, c.sliding_window_tokens)
+    return c.kv_full_bytes_per_token * context / c.full_kv_split + window / c.kv_split
+
+
 def kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
-    """One GPU's share of one sequence's cache at `context` tokens: KV x (1 + f) / kv_split + state /
-    state_split, f = the speculative draft's KV share (0 without one; its layer's cache,
-    estimate/speculative.py). Qwen3.5-397B at tp 8: its 2 KV heads are split 2 ways (each on 4 GPUs),
-    its DeltaNet state 8 ways."""
-    return attention_kv_bytes(context) * (1 + c.draft_fraction) / c.kv_split + c.state_bytes_per_sequence / (
-        state_split()
-    )
+    """One GPU's share of one sequence's cache at `context` tokens: its attention KV
+    (attention_kv_gpu_bytes) x (1 + f) + state / state_split, f = the speculative draft's KV share (0
+    without one; its layer's cache, estimate/speculative.py). Qwen3.5-397B at tp 8: its 2 KV heads
+    are split 2 ways (each on 4 GPUs), its DeltaNet state 8 ways."""
+    return attention_kv_gpu_bytes(context) * (1 + c.draft_fraction) + c.state_bytes_per_sequence / state_split()
 
 
 def kv_context_bytes_per_sequence() -> pl.Expr:
@@ -142,7 +159,7 @@ def shared_prefix_bytes() -> pl.Expr:
     """One GPU's copy of a prefix common to every request (prefix_shared), t = input_tokens -
     prefill_new_tokens tokens: (KV_full x t + KV_window x min(t, W)) x (1 + f) / kv_split; 0 otherwise."""
     t = prefix.shared_prefix_tokens()
-    return attention_kv_bytes(t) * (1 + c.draft_fraction) / c.kv_split
+    return attention_kv_gpu_bytes(t) * (1 + c.draft_fraction)
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
