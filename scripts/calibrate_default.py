@@ -493,7 +493,8 @@ then uses (`network_latency_s`, {shared.network_latency_s * 1e6:.0f} µs; calibr
 steps across servers pay it, and TensorRT-LLM's H100 deployments decode at tp 16 over two servers,
 122 all-reduces a step. Everything else comes from the aggregated rows. An MTP row drafts its
 engine's default number of tokens (SGLang 3, its auto_choose_speculative_params for DeepSeek-V3;
-TensorRT-LLM 1, its MTPDecodingConfig default: catalog/engines.py), since the sources state none. Their out-of-sample errors set the uncertainty bands of disaggregated options (the profile's
+TensorRT-LLM 1, its MTPDecodingConfig default: catalog/engines.py), since the sources state none.
+Their out-of-sample errors set the uncertainty bands of disaggregated options (the profile's
 `disaggregated_*` bands), which reports show, so a disaggregated TTFT carries how far these
 deployments ran above their estimates.
 

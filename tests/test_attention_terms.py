@@ -98,9 +98,17 @@ def test_dsa_decode_attends_to_the_top_k_and_indexes_every_key():
 def test_dsa_prefill_attention_is_a_window_of_the_top_k():
     # Each of the 8,192 prompt tokens attends to at most 2,048 earlier ones: span = 8,192 x 2,048
     # - 2,048^2 / 2 = 14,680,064 (not 8,192^2 / 2 = 33,554,432); the indexer scores all
-    # 33,554,432 pairs. FLOPs = 2 P_a S + 4 x 78 x 64 x 256 x span + 638,976 x S^2 / 2.
+    # 33,554,432 pairs. The first 2,048 positions attend densely (MHA, 256 dims a head: 2,048^2 / 2
+    # = 2,097,152 pairs), the rest to their top 2,048 in MLA's latent (MQA) mode at the decode dims,
+    # 544 (6,144 x 2,048 = 12,582,912 pairs; DeepSeek-V3.2 report: masked MHA only for short
+    # prefills). FLOPs = 2 P_a S + 4 x 78 x 64 x (256 x 2,097,152 + 544 x 12,582,912) + 638,976 x S^2 / 2.
     row = estimate_row(gpu="b200", model=GLM5, precision="fp8", tp=8, input_tokens=8192, output_tokens=1, batch=1)
-    span = 8_192 * 2_048 - 2_048**2 / 2
-    assert span == 14_680_064
-    expected = 2 * 41_784_728_832 * 8_192 + 4 * 78 * 64 * 256 * span + 638_976 * 8_192**2 / 2
+    dense, sparse = 2_048**2 / 2, (8_192 - 2_048) * 2_048
+    assert dense + sparse == 8_192 * 2_048 - 2_048**2 / 2 == 14_680_064
+    attention = 4 * 78 * 64 * (256 * dense + 544 * sparse)
+    expected = 2 * 41_784_728_832 * 8_192 + attention + 638_976 * 8_192**2 / 2
     assert row["prefill_flops"] == pytest.approx(expected, rel=1e-12)
+    # at 2,048 tokens or fewer every pair is dense, at the MHA dims
+    short = estimate_row(gpu="b200", model=GLM5, precision="fp8", tp=8, input_tokens=2048, output_tokens=1, batch=1)
+    dense = 4 * 78 * 64 * 256 * 2_048**2 / 2
+    assert short["prefill_flops"] == pytest.approx(2 * 41_784_728_832 * 2_048 + dense + 638_976 * 2_048**2 / 2)

@@ -152,6 +152,14 @@ def attention_span(tokens: pl.Expr) -> pl.Expr:
     return full + c.window_fraction * (window_span(tokens) - full)
 
 
+def sparse_span(tokens: pl.Expr) -> pl.Expr:
+    """The part of attention_span that DSA's positions beyond the top-k attend to: (S - k) x k for
+    S > k, else 0 (0 without DSA). Those queries run in MLA's MQA (latent) mode, at the decode dims
+    (the DeepSeek-V3.2 report: a masked MHA mode only for short prefills; SGLang's flashmla_sparse)."""
+    k = c.attention_topk
+    return pl.when(tokens > k).then((tokens - k) * k).otherwise(0.0).fill_null(0.0)
+
+
 def decode_window_keys() -> pl.Expr:
     """Keys a decode query of a window layer attends to, over the generation: min(c, W) at the mean
     context c (mean_decode_context); with chunked attention the mean over the generated positions of
@@ -175,13 +183,15 @@ def attended_keys() -> pl.Expr:
 def prefill_flops() -> pl.Expr:
     """2 x P_a x n + causal attention of the n new tokens against all before them,
     4 x L x h_q x d_h x (span(S_in) - span(S_in - n)) (= 2 L S_in^2 h_q d_h without windows or cache),
-    + DSA's indexer over every earlier token. Example: Llama-3.1-8B, 2,048 tokens, no cache:
+    DSA's positions beyond the top-k at the decode dims instead (sparse_span), + DSA's indexer over
+    every earlier token. Example: Llama-3.1-8B, 2,048 tokens, no cache:
     2 x 8.03e9 x 2048 + 2 x 32 x 2048^2 x 32 x 128 = 3.29e13 + 1.10e12 = 3.40e13 FLOPs."""
     s, n = c.input_tokens.cast(pl.Float64), c.prefill_new_tokens
     cached = s - n
     indexer = c.indexer_flops_per_key * (s * s - cached * cached) / 2  # DSA's indexer scores every earlier token
     attention = c.attention_flops_per_key * (attention_span(s) - attention_span(cached))
-    return c.flops_per_token * n + attention + indexer
+    sparse = (c.decode_attention_flops_per_key - c.attention_flops_per_key) * (sparse_span(s) - sparse_span(cached))
+    return c.flops_per_token * n + attention + sparse + indexer
 
 
 def prefill_compute_s() -> pl.Expr:
