@@ -106,8 +106,8 @@ def routing_s_per_token() -> pl.Expr:
     up/gate GEMM's output 2 I_e, SiLU x up reading it and writing I_e (1.4 for DeepSeek's I_e / d =
     0.29), the down GEMM's output (1), combine's read (1): about 7, not fitted (calibrate/fitting.py
     SHARED_PARAMS says why). DeepSeek-R1 (d 7,168, 58 MoE layers, k 8) at n_r = 7 on ep 8:
-    7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes
-    per token and GPU, 1.04 us at 8 TB/s x 0.7, 8.5 ms for an 8k prompt."""
+    7 x 2 x 7,168 x 58 x 8 / 8 = 5,820,416 bytes per token and GPU, 1.04 us at 8 TB/s x 0.7, 8.5 ms
+    for an 8k prompt."""
     passes = c.routed_activation_passes * c.moe_layers * c.experts_per_token
     skew = pl.when(c.ep > 1).then(c.expert_imbalance).otherwise(1.0)
     per_gpu = passes * c.activation_bytes_per_element * c.moe_width * skew / c.ep

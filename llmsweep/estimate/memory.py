@@ -119,19 +119,15 @@ def free_bytes() -> pl.Expr:
 # -- per row ----------------------------------------------------------------------------------
 
 
-def attention_kv_bytes(context: pl.Expr) -> pl.Expr:
-    """KV bytes of one sequence's attention layers at `context` tokens: full-attention layers hold
-    every token, sliding-window (or chunked) layers at most W (min ignores W = null)."""
-    return c.kv_full_bytes_per_token * context + c.kv_window_bytes_per_token * pl.min_horizontal(
-        context, c.sliding_window_tokens
-    )
-
-
 def kv_sequence_bytes(context: pl.Expr) -> pl.Expr:
-    """Cache bytes of one sequence at `context` tokens, all layers, one copy: the attention layers' KV
-    (attention_kv_bytes) + the fixed state of linear-attention / Mamba layers, whatever the context
-    (Qwen3.5, Nemotron-H)."""
-    return attention_kv_bytes(context) + c.state_bytes_per_sequence
+    """Cache bytes of one sequence at `context` tokens, all layers, one copy: full-attention layers
+    hold every token, sliding-window (or chunked) layers at most W (min ignores W = null), and
+    linear-attention / Mamba layers a fixed state whatever the context (Qwen3.5, Nemotron-H)."""
+    return (
+        c.kv_full_bytes_per_token * context
+        + c.kv_window_bytes_per_token * pl.min_horizontal(context, c.sliding_window_tokens)
+        + c.state_bytes_per_sequence
+    )
 
 
 def attention_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
@@ -157,13 +153,14 @@ def kv_context_bytes_per_sequence() -> pl.Expr:
 
 def shared_prefix_bytes() -> pl.Expr:
     """One GPU's copy of a prefix common to every request (prefix_shared), t = input_tokens -
-    prefill_new_tokens tokens: (KV_full x t + KV_window x min(t, W)) x (1 + f) / kv_split; 0 otherwise."""
+    prefill_new_tokens tokens: attention_kv_gpu_bytes(t) x (1 + f) (no state: that is per sequence);
+    0 otherwise."""
     t = prefix.shared_prefix_tokens()
     return attention_kv_gpu_bytes(t) * (1 + c.draft_fraction)
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:
-    """KV cache on one GPU: batch x KV(sequence at context_tokens) / (pp x min(tp, h_kv)), where
+    """KV cache on one GPU: batch x one GPU's share of a sequence at context_tokens (kv_gpu_bytes), where
     batch is the sequences of one attention group (each group keeps its own sequences' cache), plus
     one copy of a shared prefix."""
     return batch * c.kv_context_bytes_per_sequence + shared_prefix_bytes()
