@@ -198,11 +198,14 @@ def answer(
     kind = ("the cheapest rental" if _bought(best) else "the cheapest purchase") if others else "the runner-up"
     pool = others or [o for o in ranked[1:] if o.get(key) is not None]
     if pool:
-        other = pool[0]
+        other = min(pool, key=lambda o: o[key]) if others else pool[0]  # the cheapest of the other kind
         more = other[key] - best[key]
         what = _fleet(other) + ("" if others else f" {_how(other)}")
-        shown = money(more) if fleets else per_token(more)
-        text += f"; {kind}, {what}, costs {shown} more {unit}" if more > 0 else f"; {kind}, {what}, costs the same"
+        shown = money(abs(more)) if fleets else per_token(abs(more))
+        if shown == (money(0.0) if fleets else per_token(0.0)):
+            text += f"; {kind}, {what}, costs the same"
+        else:  # ranked by something other than cost, the next option may be the cheaper one
+            text += f"; {kind}, {what}, costs {shown} {'more' if more > 0 else 'less'} {unit}"
     return text + "."
 
 

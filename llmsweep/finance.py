@@ -301,15 +301,19 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
         frame = frame.with_columns(fleet_usd_per_million_output_tokens=c.tco_usd / served * 1e6)
     else:
         frame = frame.with_columns(fleet_usd_per_million_output_tokens=pl.lit(None, dtype=pl.Float64))
-    return frame.with_columns(**energy_columns())
+    return frame.with_columns(**energy_columns(avg_requests_per_s))
 
 
-def energy_columns() -> dict[str, pl.Expr]:
-    """Energy at the operating point: the fleet's IT power there (fleet_kw x the average share of it
-    drawn, power_utilization; before PUE) against the output tokens/s it delivers (replicas x each
-    replica's tokens/s at its share of the traffic; one replica without a workload)."""
+def energy_columns(avg_requests_per_s: pl.Expr | None = None) -> dict[str, pl.Expr]:
+    """Energy per token: the fleet's IT power (fleet_kw x the average share of it drawn,
+    power_utilization; before PUE, as the opex bills it) against the output tokens/s it delivers on
+    average (the workload's average requests/s x output tokens; without a workload, one replica's
+    tokens/s at its operating point)."""
     draw = c.fleet_kw * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))
-    tokens = pl.coalesce(c.replicas, pl.lit(1)) * c.output_tokens_per_s
+    if avg_requests_per_s is None:
+        tokens = pl.coalesce(c.replicas, pl.lit(1)) * c.output_tokens_per_s
+    else:
+        tokens = avg_requests_per_s * c.output_tokens
     per_kw = pl.when(c.fits & (draw > 0) & (tokens > 0)).then(tokens / draw)
     return {
         "output_tokens_per_s_per_kw": per_kw,

@@ -57,6 +57,8 @@ def format_value(unit: str, v) -> str:
         return fmt_num(v, "", 2)
     if v is None:
         return "-"
+    if unit.endswith("/M tokens") and isinstance(v, float):  # cents and fractions of a kWh matter: 4 digits
+        return f"{v:,.4g} {unit}"
     return fmt_num(v, unit if unit not in ("", "count") else "")
 
 

@@ -399,3 +399,14 @@ def test_a_context_beyond_the_models_says_the_numbers():
     # 200,000 + 256 output tokens against Llama-3.1-8B's max_position_embeddings, 131,072
     assert "200,256 tokens of context (input + output) exceed meta-llama/Llama-3.1-8B's maximum, 131,072" in r.output
     assert "Does not run: context_tokens exceeds the model's maximum context" in r.output
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(0.01134, "0.01134 USD/M tokens"), (1.9712, "1.971 USD/M tokens"), (1234.5, "1,234 USD/M tokens")],
+)
+def test_a_cost_per_million_tokens_keeps_four_digits(value, shown):
+    # a cheap GPU's cost per million tokens (cents) must not read "0.0"
+    from llmsweep.present import format_value
+
+    assert format_value("USD/M tokens", value) == shown

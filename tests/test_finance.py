@@ -202,6 +202,13 @@ def test_repeated_offer_ids_are_an_error(tmp_path):
         load(sweep_file(tmp_path, costs={"h200-sxm": {"rent": 3.5, "buy": 30_000}}))
 
 
+def test_a_rack_price_needs_a_rack_limit(tmp_path):
+    # without servers_per_rack or rack_kw no rack is counted, so its price would silently be dropped
+    with pytest.raises(SpecError, match="rack_usd_per_month needs servers_per_rack or rack_kw"):
+        load(sweep_file(tmp_path, costs={"h200-sxm": {"buy": 30_000, "rack_usd_per_month": 3000}}))
+    load(sweep_file(tmp_path, costs={"h200-sxm": {"buy": 30_000, "rack_usd_per_month": 3000, "rack_kw": 40}}))
+
+
 def test_examples_only_for_data_centre_gpus(tmp_path):
     # no prices at all: the data-centre GPU gets its dated example, the desktop one nothing and no note
     inputs = plan.plan_inputs(load(sweep_file(tmp_path)))

@@ -156,6 +156,11 @@ def test_tokens_per_day_workload():
     row = plan.add_plan_columns(frame(output_tokens_per_s=500.0), inputs(workload=w)).collect().row(0, named=True)
     assert row["replicas"] == 1  # 2 requests/s per replica covers it exactly
     assert row["utilization"] == pytest.approx(1.0)
+    # the tokens are the load: a row of 250-token answers serves them as 2 requests/s whatever length
+    # the workload names (at its 1,000 it would be 0.5 requests/s, a quarter of the tokens)
+    w = WorkloadSpec(tokens_per_day=43_200_000, output_tokens=1000, headroom=0)
+    row = plan.add_plan_columns(frame(output_tokens_per_s=500.0), inputs(workload=w)).collect().row(0, named=True)
+    assert row["utilization"] == pytest.approx(1.0)
 
 
 def test_slo_columns():
@@ -334,6 +339,8 @@ def test_plan_sizes_replicas_from_the_loaded_figures_at_their_traffic(tmp_path):
     assert r["ttft_s"] <= 1.5 and r["tpot_s"] <= 0.06
     # cost per token is the replica's at capacity: USD/h / (capacity x 512 x 3,600) x 10^6
     assert r["usd_per_million_output_tokens"] == pytest.approx(7.0 / (r["capacity_requests_per_s"] * 512 * 3600) * 1e6)
+    # tokens per joule at that same operating point: tokens/s / (2 GPUs x 700 W x 0.7 average draw)
+    assert r["tokens_per_joule"] == pytest.approx(r["output_tokens_per_s"] / (2 * 700 * 0.7))
 
 
 def test_a_percentile_target_needs_at_least_as_many_replicas(tmp_path):
@@ -852,3 +859,50 @@ def test_the_serving_docs_example_is_what_the_plan_gives(tmp_path):
         f"{r['decode_tokens_per_s_per_seq']:.1f}",
     )
     assert m.groups() == got
+
+
+def test_energy_per_token_is_billed_on_the_average_traffic():
+    """The fleet is sized for the peak but draws its average power around the clock, as the opex bills
+    it. 2 requests/s on average, peak x 2 = 4: 4 replicas of one 700 W GPU (each 1 request/s = 250
+    tokens/s) draw 4 x 0.7 kW x 0.7 = 1.96 kW for the 2 x 250 = 500 tokens/s they serve on average:
+    255.1 tokens/s per kW, 1.96 x 10^6 / (500 x 3,600) = 1.0889 kWh per million tokens (at the peak's
+    1,000 tokens/s it would read half that). A year: 1.96 kW x 8,760 h = 17,169.6 kWh for
+    500 x 3,600 x 8,760 = 15,768 M tokens, the same 1.0889."""
+    w = WorkloadSpec(requests_per_s=2, peak_factor=2, headroom=0, redundancy=0)
+    offers = {"h100-sxm": finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8)}
+    (row,) = (
+        plan.add_plan_columns(
+            frame(gpus=1, output_tokens_per_s=250.0), plan.PlanInputs(offers, None, w, "tco_usd"), every_offer=True
+        )
+        .collect()
+        .to_dicts()
+    )
+    assert row["replicas"] == 4
+    assert row["output_tokens_per_s_per_kw"] == pytest.approx(500 / 1.96)
+    assert row["kwh_per_million_output_tokens"] == pytest.approx(1.96 * 8760 / (500 * 3600 * 8760 / 1e6))
+    assert row["kwh_per_million_output_tokens"] == pytest.approx(1.0889, abs=1e-4)
+
+
+def test_the_verdict_says_when_the_runner_up_costs_less():
+    """Ranked by speed, the runner-up may be the cheaper fleet: 4 x h200 at $10,220 a month first, the
+    runner-up 5 x h100 at $9,818 costs $402 less, not "the same"."""
+    from llmsweep.answer import answer
+
+    def option(gpu, n, month, rank):
+        return {
+            "gpu": gpu,
+            "gpus_needed": n,
+            "gpus": n,
+            "rank": rank,
+            "offer": "rent",
+            "tco_usd_per_month": month,
+            "tco_usd": month * 36,
+            "price_source": "sweep: rented",
+            "usd_per_million_output_tokens": 1.0,
+        }
+
+    offers = [option("h200-sxm", 4, 10_220.0, 1), option("h100-sxm", 5, 9_818.0, 2)]
+    text = answer("m", 1000, 250, offers, {"requests_per_s": 4}, None, 3, fleets=True)
+    assert text.endswith("the runner-up, 5 × h100-sxm rented, costs $402 less a month."), text
+    offers[1]["tco_usd_per_month"] = 10_220.0
+    assert answer("m", 1000, 250, offers, {"requests_per_s": 4}, None, 3, fleets=True).endswith("costs the same.")

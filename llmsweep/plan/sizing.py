@@ -20,14 +20,14 @@ from llmsweep.spec import WorkloadSpec
 
 def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
     """Peak traffic in requests/s: requests_per_s (or users / think_time_s, or tokens_per_day / 86,400 /
-    output tokens) x peak_factor."""
+    the row's output tokens, so that every row serves the stated tokens whatever its lengths) x
+    peak_factor."""
     if workload is None:
         return None
     if workload.average_requests_per_s is not None:
         avg = pl.lit(workload.average_requests_per_s)
     else:
-        out = workload.output_tokens if workload.output_tokens else c.output_tokens
-        avg = pl.lit(workload.tokens_per_day) / 86_400 / out
+        avg = pl.lit(workload.tokens_per_day) / 86_400 / c.output_tokens
     return avg * workload.peak_factor
 
 
@@ -110,8 +110,7 @@ def add_plan_columns(
     frame = frame.join(prices, on="gpu", how=how, maintain_order="left").with_columns(
         usd_per_gpu_hour=pl.when(c.fits).then(c.usd_per_gpu_hour),
         meets_slo=meets_slo(plan.slo),
-        tokens_per_joule=c.output_tokens_per_s
-        / (c.gpus * c.gpu_tdp_w * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))),
+        tokens_per_joule=tokens_per_joule(),
     )
     modes_known = "mode" in frame.collect_schema().names()
     frame = frame.with_columns(usd_per_hour=c.usd_per_gpu_hour * c.gpus).with_columns(
@@ -214,6 +213,13 @@ def at_capacity(frame: pl.DataFrame, plan: PlanInputs) -> dict[str, pl.Series]:
     }
 
 
+def tokens_per_joule() -> pl.Expr:
+    """A replica's output tokens per joule at its operating point: tokens/s / (GPUs x TDP x
+    power_utilization)."""
+    utilization = pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))
+    return c.output_tokens_per_s / (c.gpus * c.gpu_tdp_w * utilization)
+
+
 def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     """Options sized for the workload (open loop, DESIGN.md §4): each replica's capacity is the largest
     Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
@@ -267,6 +273,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
 
     frame = frame.with_columns(
         output_tokens_per_s_per_gpu=c.output_tokens_per_s / c.gpus,
+        tokens_per_joule=tokens_per_joule(),
         meets_slo=ok & meets_slo(plan.slo),
         replicas=pl.when(ok).then(pl.col("_replicas")).otherwise(c.replicas),
         gpus_needed_low=pl.when(ok)

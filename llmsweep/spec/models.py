@@ -278,6 +278,11 @@ class CostSpec(_Strict):
             raise ValueError(f"give one purchase price: {buys[0]} or {buys[1]}")
         if self.years is not None and self.amortization_years is not None:
             raise ValueError("give years or amortization_years, not both")
+        if self.rack_usd_per_month and self.servers_per_rack is None and self.rack_kw is None:
+            raise ValueError(
+                "rack_usd_per_month needs servers_per_rack or rack_kw: how many servers share a rack's price "
+                "(without either the racks are not counted, and neither is their price)"
+            )
         return self
 
     @property
