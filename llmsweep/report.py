@@ -414,6 +414,9 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     if serving["shown"]:  # the serving mode after the layout
         at = shown.index("pp") + 1
         shown[at:at] = [c for c in SERVING_TABLE_COLUMNS if c in frame.collect_schema().names()]
+    slo = spec.get("slo") or {}
+    if slo:  # sorted by cost, rows that miss a target are among the cheapest: say which meet them
+        shown.append("meets_slo")
     table = (
         frame.with_row_index("_order")
         .filter(pl.col("fits"))
@@ -423,7 +426,6 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         .with_columns(pl.col(pl.Categorical).cast(pl.String))
         .collect()
     )
-    slo = spec.get("slo") or {}
     return {
         "title": spec.get("title") or spec.get("name") or manifest["sweep"]["name"],
         "name": manifest["sweep"]["name"],
@@ -463,7 +465,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             "rows": table.rows(),
             "shown": table.height,
             "total_fit": counts["fit"],
-            "key": [*TABLE_KEY_COLUMNS, column],  # kept on a narrow screen
+            "key": [*TABLE_KEY_COLUMNS, "meets_slo", column],  # kept on a narrow screen
         },
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
