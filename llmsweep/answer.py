@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from llmsweep.finance import HOURS_PER_MONTH
+
 
 def f_layout(o: dict) -> str:
     """tp8, tp8 pp2, tp1 dp-attn16 ep16 (as report.f_layout)."""
@@ -187,10 +189,12 @@ def answer(
             f"{head}: {_fleet(best)} {_how(best)}, {money(best['tco_usd_per_month'])} a month, "
             f"{money(best['tco_usd'])} over {horizon}"
         )
-    else:
+    else:  # the month on the per-token figure's basis: the replica's GPUs at their hourly cost
+        # (a bought GPU's share of its server and rack), not the whole servers a fleet would buy
+        month = (best.get("usd_per_hour") or 0.0) * HOURS_PER_MONTH
         text = (
             f"{head}: {_fleet(best)} {_how(best)}, {per_token(best['usd_per_million_output_tokens'])} per million "
-            f"output tokens with one replica fully loaded ({money(best['tco_usd_per_month'])} a month)"
+            f"output tokens with one replica fully loaded ({money(month)} a month)"
         )
     key = "tco_usd_per_month" if fleets else "usd_per_million_output_tokens"
     unit = "a month" if fleets else "per million output tokens"

@@ -906,3 +906,23 @@ def test_the_verdict_says_when_the_runner_up_costs_less():
     assert text.endswith("the runner-up, 5 × h100-sxm rented, costs $402 less a month."), text
     offers[1]["tco_usd_per_month"] = 10_220.0
     assert answer("m", 1000, 250, offers, {"requests_per_s": 4}, None, 3, fleets=True).endswith("costs the same.")
+
+
+def test_without_a_workload_the_month_is_on_the_per_token_basis():
+    """One bought GPU at $1.512 an hour (its share of the server and rack) fully loaded: the sentence's
+    month is 1.512 x 730 = $1,104, the basis of its cost per token, not the $6,351 a fleet of one whole
+    server and rack would cost."""
+    from llmsweep.answer import answer
+
+    best = {
+        "gpu": "h100-sxm",
+        "gpus": 1,
+        "rank": 1,
+        "offer": "buy-4y",
+        "price_source": "sweep: bought",
+        "usd_per_hour": 1.512,
+        "usd_per_million_output_tokens": 0.0473,
+        "tco_usd_per_month": 6_351.0,
+    }
+    text = answer("m", 1000, 250, [best], None, None, 3, fleets=False)
+    assert "$0.0473 per million output tokens with one replica fully loaded ($1,104 a month)" in text, text
