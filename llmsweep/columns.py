@@ -1587,7 +1587,20 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         description="Per-token acceptance assumed: the sweep's, else the profile's default for the method.",
     ),
     OptionColumn("Prefix hit rate", "prefix_hit_rate", "fraction", description="Prompt tokens from the cache."),
-    OptionColumn("Batch", "batch", "sequences", description="Concurrent sequences per replica."),
+    OptionColumn(
+        "Batch",
+        "batch",
+        "sequences",
+        description="The batch at which the option meets the targets in a closed loop of that many clients "
+        "(slo_batch); with a workload the replica runs Concurrency in flight.",
+    ),
+    OptionColumn(
+        "Concurrency",
+        "concurrency",
+        "requests",
+        description="Requests in flight per replica at the plan's traffic (Little: offered rate x request "
+        "latency); without a workload, the batch. The engine's limit on running requests must allow it.",
+    ),
     OptionColumn(
         "Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."
     ),
