@@ -926,3 +926,25 @@ def test_without_a_workload_the_month_is_on_the_per_token_basis():
     }
     text = answer("m", 1000, 250, [best], None, None, 3, fleets=False)
     assert "$0.0473 per million output tokens with one replica fully loaded ($1,104 a month)" in text, text
+
+
+def test_a_grid_without_max_admits_no_more_than_its_batches(tmp_path):
+    """`batch: [1]` is a single-user plan: with a workload each replica runs at most one request at a
+    time, so its capacity is at most 1 / request latency (Little, 1 in flight), not the dozens in flight
+    the open loop would otherwise admit."""
+    sweep = {
+        "name": "single",
+        "grid": {"gpu": ["h100-sxm"], "model": ["meta-llama/Llama-3.1-8B"], "precision": ["fp8"], "batch": [1]},
+        "workload": {"requests_per_s": 10, "headroom": 0.2},
+        "slo": {"tpot_s": 0.05},
+        "costs": {"h100-sxm": {"usd_per_gpu_hour": 2.0}},
+    }
+    path = tmp_path / "single.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    from llmsweep.spec import load
+
+    (r,) = pipeline.compute_plan(load(path)).options.to_dicts()
+    assert r["concurrency"] <= 1 + 1e-9
+    assert r["capacity_requests_per_s"] * r["request_latency_s"] <= 1 + 1e-6
+    assert r["replicas"] == pytest.approx(-(-10 * 1.2 // r["capacity_requests_per_s"]))
+    assert r["replicas"] >= 10 * 1.2 * r["request_latency_s"]  # 12 requests/s x latency in flight, one a replica

@@ -228,8 +228,16 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     replica) is the one at the share of the peak each replica then gets, peak / replicas. Cost per
     million tokens is the replica's at capacity; utilisation is average traffic / fleet capacity.
     Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
-    and do not meet the SLO."""
+    and do not meet the SLO. A grid that lists its batches without `max` admits at most the largest of
+    them per replica (its engines' limit on running requests: `batch: [1]` serves one user at a time)."""
     w = plan.workload
+    if plan.batches:  # a grid without `max` states the batches its engines may run: no more are admitted
+        per_rank = max(plan.batches) / c.dp_attention
+        out = out.with_columns(
+            max_running_requests=pl.when(c.max_running_requests > 0)
+            .then(pl.min_horizontal(c.max_running_requests, per_rank))
+            .otherwise(per_rank)
+        )
     cap = modes.max_rate(out, lambda _: within_targets(plan.slo), iterations=CAPACITY_BISECTIONS)
     frame = out.with_columns(capacity_requests_per_s=cap, _peak=peak_requests_per_s(w)).with_columns(
         _ok=c.fits & (c.capacity_requests_per_s > 0)
