@@ -157,7 +157,7 @@ def sparse_span(tokens: pl.Expr) -> pl.Expr:
     S > k, else 0 (0 without DSA). Those queries run in MLA's MQA (latent) mode, at the decode dims
     (the DeepSeek-V3.2 report: a masked MHA mode only for short prefills; SGLang's flashmla_sparse)."""
     k = c.attention_topk
-    return pl.when(tokens > k).then((tokens - k) * k).otherwise(0.0).fill_null(0.0)
+    return pl.when(tokens > k).then((tokens - k) * k).otherwise(0.0)  # k null (no DSA): the predicate is null, so 0
 
 
 def decode_window_keys() -> pl.Expr:
