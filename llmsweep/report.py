@@ -470,6 +470,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,
         "in_force": values_in_force(options, cat),
+        "admission_note": admission_note(listed_batches(spec) if load else None),
         "serving": serving,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }
@@ -567,6 +568,19 @@ def rank_statement(column: str, workload: bool, horizon_years: float) -> str:
             f"Options are ranked by USD per million output tokens of one replica fully loaded{extra}; lower is better."
         )
     return f"Options are ranked by {label} ({better} is better)."
+
+
+def admission_note(batches: list[int] | None) -> str:
+    """The sentence a report adds under a workload when the grid lists its batches without `max`:
+    each replica then admits at most the largest of them (plan/sizing.at_traffic), which the engine's
+    limit per attention-DP rank in the values in force does not show."""
+    if not batches:
+        return ""
+    cap = max(batches)
+    return (
+        f" The grid lists its batches without max, so under the workload each replica also admits at most"
+        f" {cap:,} request{'s' if cap != 1 else ''} at a time, whatever the engine's limit."
+    )
 
 
 def listed_batches(spec: dict) -> list[int] | None:

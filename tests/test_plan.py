@@ -948,3 +948,28 @@ def test_a_grid_without_max_admits_no_more_than_its_batches(tmp_path):
     assert r["capacity_requests_per_s"] * r["request_latency_s"] <= 1 + 1e-6
     assert r["replicas"] == pytest.approx(-(-10 * 1.2 // r["capacity_requests_per_s"]))
     assert r["replicas"] >= 10 * 1.2 * r["request_latency_s"]  # 12 requests/s x latency in flight, one a replica
+
+
+def test_the_grid_cap_leaves_the_engine_limit_in_plan_csv(tmp_path):
+    """The grid's cap sizes the plan but is not the engine's limit: plan.csv's `max_running_requests`
+    (an integer per attention-DP rank) stays the profile's, here vLLM's 1,024 on H100 — a capped
+    1 / dp_attention would be written 0.125 and read by the report as "KV cache only"."""
+    sweep = {
+        "name": "single",
+        "grid": {
+            "gpu": ["h100-sxm"],
+            "model": ["meta-llama/Llama-3.1-8B"],
+            "precision": ["fp8"],
+            "batch": [1],
+            "engine": ["vllm"],
+        },
+        "workload": {"requests_per_s": 10},
+    }
+    path = tmp_path / "single.yaml"
+    path.write_text(yaml.safe_dump(sweep))
+    from llmsweep.spec import load
+
+    options = pipeline.compute_plan(load(path)).options
+    assert options.schema["max_running_requests"] == pl.Int64
+    assert options["max_running_requests"].to_list() == [1024]
+    assert options["concurrency"][0] <= 1 + 1e-9

@@ -545,3 +545,22 @@ def test_method_shows_a_familys_matmul_ceiling_next_to_the_engines_efficiency(tm
     assert amd.compute_scale == 0.8 and nvidia.compute_scale == 1.0
     assert f"| {f_num(amd.compute_efficiency)} × 0.8 |" in md.split("| vllm | mi355x (cdna) |")[1].splitlines()[0]
     assert "×" not in md.split("| vllm | h100-sxm (hopper) |")[1].splitlines()[0]
+
+
+def test_method_states_the_grids_admission_cap_beside_the_engines_limit(tmp_path):
+    """A grid without `max` under a workload admits at most its largest batch per replica: on an
+    8-rank attention-DP replica that is 1/8 request a rank, which the method table must not show as
+    the engine's limit (an integer 0, "KV cache only"). The table keeps vLLM's 1,024 a rank and the
+    sentence above it states the grid's 1 request a replica."""
+    sweep = tmp_path / "cap.yaml"
+    sweep.write_text(
+        "name: cap\ngrid:\n  gpu: [b300]\n  model: [deepseek-ai/DeepSeek-R1]\n  precision: [fp8]\n"
+        "  engine: [vllm]\n  tp: [1]\n  ep: [8]\n  dp_attention: [8]\n  batch: [1]\n"
+        "workload: {requests_per_s: 1}\nprofile: default\nreport: {formats: [md]}\n"
+    )
+    pipeline.run(sweep, tmp_path / "out")
+    md = (tmp_path / "out" / "cap" / "report.md").read_text().split("## Method")[1]
+    cap = "The grid lists its batches without max, so under the workload each replica also admits at most 1 request"
+    assert cap + " at a time, whatever the engine's limit." in md
+    row = md.split("| vllm | b300 (blackwell) |")[1].splitlines()[0]
+    assert row.rstrip().endswith("| 1,024 |"), row

@@ -229,8 +229,10 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     million tokens is the replica's at capacity; utilisation is average traffic / fleet capacity.
     Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
     and do not meet the SLO. A grid that lists its batches without `max` admits at most the largest of
-    them per replica (its engines' limit on running requests: `batch: [1]` serves one user at a time)."""
+    them per replica (`batch: [1]` serves one user at a time); `max_running_requests` keeps the
+    engine's own limit, which the reports show beside the grid's."""
     w = plan.workload
+    engine_limit = out["max_running_requests"]
     if plan.batches:  # a grid without `max` states the batches its engines may run: no more are admitted
         per_rank = max(plan.batches) / c.dp_attention
         out = out.with_columns(
@@ -302,4 +304,6 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
     )
     frame = unsized(fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect())
-    return frame.with_columns(**band_columns()).drop("_peak", "_ok", "_replicas", "_rate")
+    return frame.with_columns(**band_columns(), max_running_requests=engine_limit).drop(
+        "_peak", "_ok", "_replicas", "_rate"
+    )
