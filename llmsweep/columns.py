@@ -681,7 +681,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("spec_fixed_s", F, "s", "", "Fixed costs of a step's k draft passes.", False),
         ("prefill_first_token_s", F, "s", "", "p of the prefill worker (disaggregated).", False),
         ("prefill_layout_reason", S, "", "", "Why the prefill worker's layout cannot run.", False),
-        ("prefill_kv_split", F, "GPUs", "", "GPUs of a prefill worker holding shards of a prompt's KV.", False),
+        (
+            "prefill_kv_shard_bytes",
+            F,
+            "bytes",
+            "",
+            "A prompt's KV each GPU of a prefill worker holds and sends to the decode pool (kv_gpu_bytes).",
+            False,
+        ),
         ("prefill_usable_memory_bytes", F, "bytes", "", "Usable memory of a prefill GPU.", False),
         ("worker_batch", I, "sequences", "", "Sequences one (decode) worker may hold: ceil(batch / workers).", False),
         # Per (layout, input, output): computed once for all batch sizes.

@@ -184,6 +184,31 @@ def test_pools_inside_one_nvlink_domain_move_the_kv_cache_over_nvlink():
     assert row["kv_transfer_s"] == pytest.approx(575_668_224 / 900e9, rel=1e-12)
 
 
+def test_each_prefill_gpu_sends_its_own_shard_of_a_recurrent_state():
+    # Qwen3.5-397B-A17B at bf16 KV (test_estimate.py): 30,720 B per token in 15 full-attention layers
+    # of 2 KV heads, and a 192,061,440 B Gated DeltaNet state. A prefill worker at tp 8 holds each KV
+    # head on 4 GPUs (2 shards) but splits the state's 64 value heads 8 ways, so its busiest GPU sends
+    # 30,720 x 8,192 / 2 + 192,061,440 / 8 = 125,829,120 + 24,007,680 = 149,836,800 B; over one
+    # 50 GB/s NIC at efficiency 1 that is 2.997 ms (the whole state over 2 senders would be 4.44 ms).
+    (row,) = estimate_rows(
+        gpu="h200-sxm",
+        model="Qwen/Qwen3.5-397B-A17B",
+        precision="fp8",
+        kv_precision="bf16",
+        input_tokens=8192,
+        output_tokens=1024,
+        batch=16,
+        tp=8,
+        mode="disaggregated",
+        prefill_workers=1,
+        decode_workers=2,
+    )
+    assert row["kv_link"] == "scale-out"
+    assert row["kv_transfer_bytes"] == 30_720 * 8192 + 192_061_440
+    assert row["prefill_kv_shard_bytes"] == 30_720 * 8192 / 2 + 192_061_440 / 8 == 149_836_800
+    assert row["kv_transfer_s"] == pytest.approx(149_836_800 / 50e9, rel=1e-12)
+
+
 def test_open_loop_disaggregated_x1_is_md1():
     # lambda = 5 /s on x = 1 prefill worker of p = 0.1 s: rho = 0.5, Pollaczek-Khinchine
     # W = rho p / (2 (1 - rho)) = 0.05 s. Decode: D = 101 (0.010 + 0.0005 / 2) / (1 - 101 x 5 x 0.0005 / 2)

@@ -77,7 +77,7 @@ PREFILL_TERMS = {
     "prefill_arithmetic_intensity": "prefill_arithmetic_intensity",
     "first_token_s": "prefill_first_token_s",
     "worker_gpus": "prefill_worker_gpus",
-    "kv_split": "prefill_kv_split",
+    "_kv_shard": "prefill_kv_shard_bytes",
     "layout_reason": "prefill_layout_reason",
     "usable_memory_bytes": "prefill_usable_memory_bytes",
     "_prefill_memory": "prefill_memory_per_gpu_bytes",
@@ -114,7 +114,7 @@ def pair(
     settings (`keys`), and every (prefill_workers, decode_workers) of `workers` (None: the decode
     rows carry their own). The decode option keeps its own layout; the prefill option's terms
     replace the prompt's (PREFILL_TERMS)."""
-    side = prefill.with_columns(_prefill_memory=prefill_worker_memory()).select(
+    side = prefill.with_columns(_prefill_memory=prefill_worker_memory(), _kv_shard=kv_gpu_bytes(c.input_tokens)).select(
         *keys, *(pl.col(k).alias(v) for k, v in PREFILL_TERMS.items())
     )
     own = () if workers is None else ("prefill_workers", "decode_workers")
@@ -158,9 +158,11 @@ def kv_link() -> pl.Expr:
 
 
 def kv_transfer_s() -> pl.Expr:
-    """tau = KV bytes / (senders x per-GPU link bandwidth x kv_transfer_efficiency) + the link's latency:
-    each of the prefill worker's prefill_kv_split KV shards leaves over its own GPU's link. DeepSeek-R1,
-    8,192 tokens of a 16-bit latent (70,272 bytes per token), one sender on a 50 GB/s NIC at efficiency 1:
+    """tau = the busiest sender's KV bytes / (per-GPU link bandwidth x kv_transfer_efficiency) + the
+    link's latency: each of the prefill worker's GPUs sends its own shard of the prompt's cache over its
+    own GPU's link, prefill_kv_shard_bytes (memory.kv_gpu_bytes at input_tokens: attention KV split over
+    the KV heads, a recurrent state over tp). DeepSeek-R1, 8,192 tokens of a 16-bit latent (70,272 bytes
+    per token, replicated on every tp rank: one shard), on a 50 GB/s NIC at efficiency 1:
     575,668,224 / 50e9 = 11.5 ms."""
     bandwidth = (
         pl.when(c.kv_link == SCALE_UP)
@@ -168,7 +170,7 @@ def kv_transfer_s() -> pl.Expr:
         .otherwise(c.scale_out_bandwidth_bytes_per_s)
     )
     latency = pl.when(c.kv_link == SCALE_UP).then(c.allreduce_latency_s).otherwise(c.network_latency_s)
-    moved = c.kv_transfer_bytes / (c.prefill_kv_split * bandwidth * c.kv_transfer_efficiency)
+    moved = c.prefill_kv_shard_bytes / (bandwidth * c.kv_transfer_efficiency)
     return pl.when(c.input_tokens > 0).then(moved + latency).otherwise(0.0)
 
 
