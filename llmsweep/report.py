@@ -415,12 +415,14 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         at = shown.index("pp") + 1
         shown[at:at] = [c for c in SERVING_TABLE_COLUMNS if c in frame.collect_schema().names()]
     slo = spec.get("slo") or {}
-    if slo:  # sorted by cost, rows that miss a target are among the cheapest: say which meet them
+    order = [column, "_order"]
+    if slo:  # sorted by cost, rows that miss a target are among the cheapest: those that meet them first
         shown.append("meets_slo")
+        order.insert(0, "meets_slo")
     table = (
         frame.with_row_index("_order")
         .filter(pl.col("fits"))
-        .sort([column, "_order"], descending=[higher, False], nulls_last=True)
+        .sort(order, descending=[True, higher, False] if slo else [higher, False], nulls_last=True)
         .head(TABLE_ROWS)
         .select([c for c in shown if c != column] + [column])
         .with_columns(pl.col(pl.Categorical).cast(pl.String))
@@ -466,6 +468,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             "shown": table.height,
             "total_fit": counts["fit"],
             "key": [*TABLE_KEY_COLUMNS, "meets_slo", column],  # kept on a narrow screen
+            "meeting_first": bool(slo),
         },
         "labels": {c: (BY_NAME[c].label if c in BY_NAME else c) for c in table.columns},
         "catalog": cat,

@@ -408,6 +408,28 @@ def test_a_report_states_each_options_serving_mode(modes):
     assert "**Costs per token type**" in md and "**Speculative decoding**" in md and "**Prefix caching**" in md
 
 
+def test_with_targets_the_configurations_table_lists_those_that_meet_them_first(modes):
+    """Sorted by cost alone, the cheapest configurations are those whose batch misses the TPOT target:
+    with targets the table lists the rows that meet them first, each group in the ranking's order."""
+    import json
+
+    frame = pl.scan_parquet(modes / "estimates.parquet")
+    ctx = build_context(
+        frame, pl.read_parquet(modes / "plan.parquet"), json.loads((modes / "manifest.json").read_text())
+    )
+    table, column = ctx["table"], ctx["rank"]["column"]
+    meets = [row[table["columns"].index("meets_slo")] for row in table["rows"]]
+    values = [row[table["columns"].index(column)] for row in table["rows"]]
+    assert True in meets and False in meets
+    first_miss = meets.index(False)
+    assert all(meets[:first_miss]) and not any(meets[first_miss:])
+    higher = ctx["rank"]["higher_is_better"]
+    for group in (values[:first_miss], values[first_miss:]):
+        assert group == sorted(group, reverse=higher)
+    md = (modes / "report.md").read_text()
+    assert f"by {ctx['rank']['label']}, those that meet the targets first; estimates.csv has every row." in md
+
+
 def test_a_report_that_compares_modes_says_which_is_cheapest_per_gpu_and_why(modes):
     md = (modes / "report.md").read_text()
     options = pl.read_csv(modes / "options.csv")
