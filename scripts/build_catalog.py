@@ -268,6 +268,22 @@ GPU_CORRECTIONS = {
     },
 }
 
+# Listings a reference source states but the reference's price list leaves out, keyed by the source's
+# reference key: px_packet quotes "H200 SXM $2.25/hr" beside the B200 SXM $3.75 that gpus-2026.yaml
+# records, so without it H200's latest on-demand listing was a March 2026 one at $6.35.
+PRICE_ADDITIONS = {
+    "h200-sxm": [
+        {
+            "provider": "packet.ai H200 SXM",
+            "usd_per_gpu_hour": 2.25,
+            "as_of": "2026-06",
+            "type": "on-demand",
+            "source": "px_packet",
+            "note": "stated in the same June 2026 listing as B200's $3.75 (gpus-2026.yaml records only B200's)",
+        }
+    ],
+}
+
 PCIE_GBPS_PER_LANE = {3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # PCI-SIG, per direction after encoding
 PCIE_SOURCE = (
     "derived: PCI-SIG per-lane rates after encoding (Gen3 0.985, Gen4 1.969, Gen5 3.938, Gen6 7.563 GB/s "
@@ -981,6 +997,16 @@ def build_gpus(ref_dir: Path) -> dict:
             e["derived"].append(
                 f"launch_year from gpus-2026.yaml price_updates_for_existing_entries: {upd['launch_year']}"
             )
+    for gid, added in PRICE_ADDITIONS.items():
+        prices = [{**p, "source": index[p["source"]]} for p in added]
+        gpus[gid]["cloud_prices"] += prices
+        gpus[gid]["sources"].append(
+            {
+                "ref": "llmsweep price additions",
+                "source": "scripts/build_catalog.py PRICE_ADDITIONS (a listing the reference's own source quotes)",
+                "fields": [f"cloud_prices: {p['provider']} {p['usd_per_gpu_hour']} ({p['as_of']})" for p in prices],
+            }
+        )
     return gpus
 
 

@@ -180,6 +180,11 @@ def test_example_prices_are_dated_and_labelled(catalog):
     assert p.source == "example: Lambda 1x H100 SXM, 2026-05-07"
     assert p.citation.startswith("on-demand list; https://techbytes.app/")
     assert plan.example_price(catalog, "gaudi3") is None
+    # H200's June 2026 listing, quoted in the same packet.ai source as B200's $3.75 (build_catalog.py
+    # PRICE_ADDITIONS), not RunPod's March one at $6.35: both GPUs priced from the same month's list
+    h200, b200 = plan.example_price(catalog, "h200-sxm"), plan.example_price(catalog, "b200")
+    assert (h200.usd_per_gpu_hour, b200.usd_per_gpu_hour) == (2.25, 3.75)
+    assert h200.source == "example: packet.ai H200 SXM, 2026-06"
 
 
 def test_break_even_when_rent_is_paid_per_hour_used():
@@ -973,3 +978,4 @@ def test_the_grid_cap_leaves_the_engine_limit_in_plan_csv(tmp_path):
     assert options.schema["max_running_requests"] == pl.Int64
     assert options["max_running_requests"].to_list() == [1024]
     assert options["concurrency"][0] <= 1 + 1e-9
+
