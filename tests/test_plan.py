@@ -979,3 +979,23 @@ def test_the_grid_cap_leaves_the_engine_limit_in_plan_csv(tmp_path):
     assert options["max_running_requests"].to_list() == [1024]
     assert options["concurrency"][0] <= 1 + 1e-9
 
+
+def test_a_tie_in_cost_goes_to_the_option_with_more_capacity_per_gpu():
+    """Two 8-GPU fleets at the same TCO (rack-scale: b200 dp-attn8 ep1 at 13.54 requests/s a replica
+    against ep8 at 16.45): the one with more capacity per GPU, 16.45 / 8 = 2.06 against 1.69, ranks
+    first whatever the sweep's order; without capacity the sweep's order stands."""
+    rows = pl.DataFrame(
+        {
+            "model": ["m"] * 3,
+            "input_tokens": [1024] * 3,
+            "output_tokens": [256] * 3,
+            "meets_slo": [True] * 3,
+            "tco_usd": [2_518_675.0, 2_518_675.0, 3_000_000.0],
+            "capacity_requests_per_s": [13.54, 16.45, 40.0],
+            "gpus": [8, 8, 16],
+            "ep": [1, 8, 8],
+        }
+    )
+    ranked = plan.rank(rows, "tco_usd").sort("rank")
+    assert ranked["ep"].to_list() == [8, 1, 8] and ranked["gpus"].to_list() == [8, 8, 16]
+    assert plan.rank(rows.drop("capacity_requests_per_s"), "tco_usd").sort("rank")["ep"].to_list() == [1, 8, 8]

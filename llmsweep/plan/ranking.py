@@ -14,13 +14,19 @@ WORKLOAD_KEYS = ["model", "input_tokens", "output_tokens"]
 
 def rank(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """Stable ranking by `column` per model and lengths among options that meet the SLO (others get
-    no rank). Ties keep the sweep's order."""
+    no rank). Ties (fleets of the same GPUs cost the same) go to the option with more capacity per GPU,
+    the headroom bought at that price, then keep the sweep's order."""
     higher = higher_is_better(column)
-    ordered = frame.with_row_index("_order").with_columns(_eligible=c.meets_slo & pl.col(column).is_not_null())
-    ranked = ordered.filter("_eligible").sort([column, "_order"], descending=[higher, False])
+    spare = c.capacity_requests_per_s / c.gpus if "capacity_requests_per_s" in frame.columns else pl.lit(None)
+    ordered = frame.with_row_index("_order").with_columns(
+        _eligible=c.meets_slo & pl.col(column).is_not_null(), _spare=spare
+    )
+    ranked = ordered.filter("_eligible").sort(
+        [column, "_spare", "_order"], descending=[higher, True, False], nulls_last=True
+    )
     ranked = ranked.with_columns(rank=pl.int_range(1, pl.len() + 1).over(WORKLOAD_KEYS).cast(pl.Int64))
     rest = ordered.filter(~pl.col("_eligible")).with_columns(rank=pl.lit(None, dtype=pl.Int64))
-    return pl.concat([ranked, rest], how="diagonal").drop("_eligible", "_order")
+    return pl.concat([ranked, rest], how="diagonal").drop("_eligible", "_order", "_spare")
 
 
 FALLBACK_RANK = "output_tokens_per_s_per_gpu"
