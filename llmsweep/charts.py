@@ -161,6 +161,7 @@ def per_model(chart: alt.Chart | alt.LayerChart, height: int | None = None) -> a
 
 
 LAYOUT = ("tp", "pp", "ep", "dp_attention")
+SERVING_NAME_COLUMNS = ("mode", "prefill_workers", "decode_workers", "speculative")  # what option_text reads
 
 
 def gpu_color(data: pl.DataFrame) -> alt.Color:
@@ -572,7 +573,10 @@ def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
 def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model and GPU (the GPUs of the ranked options, rank order), the Pareto frontier of (tokens/s
     per user, tokens/s per GPU) over every fitting configuration at the first lengths: no other
-    configuration of that GPU is better on both."""
+    configuration of that GPU is better on both, each named with its serving mode where the frame has
+    them (a 1P1D or MTP point is not its aggregated layout's)."""
+    names = frame.collect_schema().names()
+    serving = [n for n in SERVING_NAME_COLUMNS if n in names] if "mode" in names and "speculative" in names else []
     rows = (
         _first_lengths(_strings(frame))
         .filter(pl.col("fits"))
@@ -581,6 +585,7 @@ def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
             "gpu",
             "precision",
             *LAYOUT,
+            *serving,
             "batch",
             pl.col("decode_tokens_per_s_per_seq").alias("per_user"),
             pl.col("output_tokens_per_s_per_gpu").alias("per_gpu"),

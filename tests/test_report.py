@@ -430,6 +430,18 @@ def test_with_targets_the_configurations_table_lists_those_that_meet_them_first(
     assert f"by {ctx['rank']['label']}, those that meet the targets first; estimates.csv has every row." in md
 
 
+def test_the_frontier_names_each_point_with_its_serving_mode(modes):
+    """A Pareto point of a 2P1D or MTP configuration is drawn as that option, not as its aggregated
+    layout: every label states the pools of a disaggregated point and '+ mtp' of a speculative one."""
+    frame = pl.scan_parquet(modes / "estimates.parquet")
+    data = charts.frontier_data(frame, pl.read_parquet(modes / "plan.parquet"))
+    assert data.height
+    for r in data.iter_rows(named=True):
+        assert (f"{r['prefill_workers']}P{r['decode_workers']}D " in r["option"]) == (r["mode"] == "disaggregated")
+        assert r["option"].endswith(" + mtp") == (r["speculative"] == "mtp"), r
+    assert {"disaggregated", "aggregated"} <= set(data["mode"]) or "mtp" in set(data["speculative"])
+
+
 def test_a_report_that_compares_modes_says_which_is_cheapest_per_gpu_and_why(modes):
     md = (modes / "report.md").read_text()
     options = pl.read_csv(modes / "options.csv")
