@@ -190,6 +190,8 @@ def _put(doc: dict, path: tuple, value) -> None:
     node[last] = value
     if path == ("workload", "tokens_per_day"):
         doc["workload"].pop("requests_per_s", None)
+    if path in (("workload", "input_tokens"), ("workload", "output_tokens")):
+        doc["grid"][path[1]] = [value]  # a workload's length must be among the grid's (else a spec error)
 
 
 def _load_or_reject(doc: dict):

@@ -16,7 +16,7 @@ from llmsweep.grid import Axes
 from llmsweep.spec.exclude import _check_exclusions_leave_rows, _exclusion
 from llmsweep.spec.models import SweepSpec
 from llmsweep.spec.problems import _dedupe, _precheck_names, _pydantic_problems
-from llmsweep.spec.resolve import _check_costs, _check_rank_by, _Resolver
+from llmsweep.spec.resolve import _check_costs, _check_rank_by, _check_workload_lengths, _Resolver
 from llmsweep.spec.serving import check_speculation, serving_axes
 from llmsweep.yamlfile import load_yaml
 
@@ -113,6 +113,7 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
         **serving,
         named_precision=dict(r.named_precision),
     )
+    _check_workload_lengths(r, spec, inputs, outputs)
     exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
     check_speculation(r, axes, exclude, speculation_paths)
     _check_exclusions_leave_rows(r, exclude, axes, contexts)

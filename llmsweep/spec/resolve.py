@@ -5,6 +5,7 @@ instead of stopping at the first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,23 @@ def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
                         f"offer id {oid!r} repeats offer {seen[oid]}: give each offer its own `name:`",
                     )
                 seen.setdefault(oid, i)
+
+
+def _check_workload_lengths(r: _Resolver, spec: SweepSpec, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+    """The workload's lengths must be among the grid's: the plan sizes the fleet at the grid's rows, so
+    a workload of 32k-token prompts over a grid of 1k ones would be sized for the 1k ones."""
+    w = spec.workload
+    if w is None:
+        return
+    for key, value, grid in (("input_tokens", w.input_tokens, inputs), ("output_tokens", w.output_tokens, outputs)):
+        if value is not None and value not in grid:
+            listed = ", ".join(f"{v:,}" for v in sorted(grid))
+            axis = "input_tokens (context - output_tokens)" if key == "input_tokens" and spec.grid.context else key
+            r.fail(
+                ("workload", key),
+                f"{value:,} is not among the grid's {axis} [{listed}]: the fleet is sized at the grid's"
+                f" lengths, so add {value:,} to grid.{key} (or drop it here)",
+            )
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:
