@@ -250,11 +250,13 @@ def _check_workload_lengths(r: _Resolver, spec: SweepSpec, inputs: Sequence[int]
     for key, value, grid in (("input_tokens", w.input_tokens, inputs), ("output_tokens", w.output_tokens, outputs)):
         if value is not None and value not in grid:
             listed = ", ".join(f"{v:,}" for v in sorted(grid))
-            axis = "input_tokens (context - output_tokens)" if key == "input_tokens" and spec.grid.context else key
+            by_context = key == "input_tokens" and spec.grid.context
+            axis = "input_tokens (context - output_tokens)" if by_context else key
+            fix = f"a grid.context of {value:,} + an output length" if by_context else f"{value:,} to grid.{key}"
             r.fail(
                 ("workload", key),
                 f"{value:,} is not among the grid's {axis} [{listed}]: the fleet is sized at the grid's"
-                f" lengths, so add {value:,} to grid.{key} (or drop it here)",
+                f" lengths, so add {fix} (or drop it here)",
             )
 
 
