@@ -546,7 +546,9 @@ def publish(runs, site_dir):
 @click.argument("old_run", type=click.Path(path_type=str))
 @click.argument("new_run", type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]), default="md", show_default=True)
-@click.option("-o", "--out", "out_file", default=None, help="Write to this file instead of printing.")
+@click.option(
+    "-o", "--out", "out_file", default=None, help="Write to this file (new, or one diff wrote) instead of printing."
+)
 @_errors_to_exit
 def diff(old_run, new_run, fmt, out_file):
     """What changed between two runs: inputs, catalog facts, profile, version, and the answer.
@@ -565,8 +567,11 @@ def diff(old_run, new_run, fmt, out_file):
 
     text = diff_runs(old_run, new_run).render(fmt)
     if out_file:
+        from llmsweep.diff import written_by_diff
         from llmsweep.export import write_text_atomic
+        from llmsweep.outfolder import check_output_file
 
+        check_output_file(Path(out_file), written_by_diff, "a diff", keep_out=(Path(old_run), Path(new_run)))
         try:
             write_text_atomic(Path(out_file), text)
         except OSError as e:

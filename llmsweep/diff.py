@@ -331,7 +331,7 @@ def context(d: DiffResult) -> dict:
 
 def to_markdown(d: DiffResult) -> str:
     c = context(d)
-    out = [f"# What changed: {_md(c['old']['folder'])} → {_md(c['new']['folder'])}", "", *c["summary"], ""]
+    out = [f"{MD_TITLE}{_md(c['old']['folder'])} → {_md(c['new']['folder'])}", "", *c["summary"], ""]
     for s in c["sections"]:
         out += [f"## Inputs: {s['title']}", ""]
         if not s["changes"]:
@@ -364,6 +364,15 @@ def to_html(d: DiffResult) -> str:
 CSV_HEADER = ("section", "key", "model", "input_tokens", "output_tokens", "gpu", "offer", "mode", "speculative")
 CSV_HEADER += ("status", "field")
 CSV_HEADER += ("old", "new", "change")
+
+GENERATOR = '<meta name="generator" content="llmsweep diff">'  # in diff.html.j2's head
+MD_TITLE = "# What changed: "
+
+
+def written_by_diff(head: str) -> bool:
+    """Whether a file's first 4 KiB are a diff llmsweep wrote (any format): what `diff -o` may replace."""
+    first = head.split("\n", 1)[0]
+    return first.startswith(MD_TITLE) or first == ",".join(CSV_HEADER) or GENERATOR in head
 
 
 def _raw(v) -> object:

@@ -41,7 +41,7 @@ import signal
 import socket
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
@@ -233,16 +233,44 @@ def check_target(target: Path, kind: str = "run") -> None:
         check_owned(target, kind)
 
 
+def _within(path: str | os.PathLike, folder: str | os.PathLike) -> bool:
+    """Whether `path` is `folder` or lies inside it, links resolved."""
+    p, root = os.path.realpath(path), os.path.realpath(folder)
+    return p == root or p.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def check_inputs_outside(target: Path, inputs: Iterable[str | os.PathLike]) -> None:
     """Refuse when an input of the command lies inside the folder it would replace."""
-    root = os.path.realpath(target)
     for item in inputs:
-        path = os.path.realpath(item)
-        if path == root or path.startswith(root.rstrip(os.sep) + os.sep):
+        if _within(item, target):
             raise OutputFolderError(
                 f"{item}: is inside {target}, the folder this command replaces; keep inputs outside their "
                 "output folder (move the file, or choose another -o)"
             )
+
+
+def check_output_file(path: Path, ours: Callable[[str], bool], what: str, keep_out: Iterable[Path] = ()) -> None:
+    """Refuse an -o file that llmsweep must not write: a link, anything but a regular file, a
+    file whose text `ours` does not recognise as llmsweep's `what`, or a path inside one of the
+    folders `keep_out` (a run that is read must stay as its manifest lists it)."""
+    for folder in keep_out:
+        if _within(path.parent, folder):
+            raise OutputFolderError(f"{path}: is inside {folder}, which this command reads; write the file elsewhere")
+    if path.is_symlink():
+        raise OutputFolderError(f"{path}: is a symbolic link; llmsweep writes only real files it created")
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise OutputFolderError(f"{path}: exists and is not a regular file; it is left untouched. Choose another -o")
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise OutputFolderError(f"{path}: cannot read it: {e.strerror}") from None
+    if not ours(head):
+        raise OutputFolderError(
+            f"{path}: exists and is not {what} llmsweep wrote; it is left untouched. Move it away, or choose another -o"
+        )
 
 
 def seal(folder: Path, kind: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 
 import polars as pl
@@ -172,3 +173,35 @@ def test_an_added_gpu_is_one_line_per_section(runs, tmp_path):
     ]
     added = {o.key[3] for o in result.options if o.status == "added"}
     assert added == {"a100-80gb-sxm"}
+
+
+def test_diff_o_replaces_only_a_diff_it_wrote(runs, tmp_path):
+    """-o rewrites its own earlier output in every format, and refuses everything else untouched:
+    a user's file, a link, a FIFO, a folder, and any path inside either run."""
+    old, new = (str(r) for r in runs)
+    for fmt in ("md", "html", "csv"):
+        out = tmp_path / f"changes.{fmt}"
+        for _ in range(2):  # the second run replaces the first one's file
+            result = CliRunner().invoke(main, ["diff", old, new, "--format", fmt, "-o", str(out)])
+            assert result.exit_code == 0, result.output
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("name: mine\n")
+    assert error_of(["diff", old, new, "-o", str(sweep)]) == (
+        f"Error: {sweep}: exists and is not a diff llmsweep wrote; it is left untouched. "
+        "Move it away, or choose another -o"
+    )
+    assert sweep.read_text() == "name: mine\n"
+    link = tmp_path / "link.md"
+    link.symlink_to(tmp_path / "changes.md")
+    assert "is a symbolic link" in error_of(["diff", old, new, "-o", str(link)])
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert "is not a regular file" in error_of(["diff", old, new, "-o", str(fifo)])
+    assert "is not a regular file" in error_of(["diff", old, new, "-o", str(tmp_path)])
+    manifest = runs[0] / "manifest.json"
+    before = manifest.read_bytes()
+    for target in (manifest, runs[1] / "changes.md"):
+        assert error_of(["diff", old, new, "-o", str(target)]).endswith(
+            "which this command reads; write the file elsewhere"
+        )
+    assert manifest.read_bytes() == before and not (runs[1] / "changes.md").exists()
