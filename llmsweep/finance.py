@@ -17,7 +17,6 @@ rent-or-buy break-even all use that one assumption.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -75,15 +74,11 @@ def is_data_centre(catalog: Catalog, gpu: str) -> bool:
 
 
 def servers_per_rack(cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> int | None:
-    """Servers one rack holds: the space limit, and the power limit floor(rack_kw / server kW), where a
-    server draws its GPUs' TDP + host_kw; at least 1. None when the offer gives neither."""
-    limits = []
-    if cost.servers_per_rack is not None:
-        limits.append(cost.servers_per_rack)
-    if cost.rack_kw is not None:
-        server_kw = gpus_per_node * (tdp_w or 0.0) / 1000 + cost.host_kw
-        limits.append(math.floor(cost.rack_kw / server_kw) if server_kw > 0 else cost.servers_per_rack or 10**6)
-    return max(1, min(limits)) if limits else None
+    """Servers one rack holds: the tightest of the space limit and the power limit floor(rack_kw /
+    server kW), where a server draws its GPUs' TDP + host_kw (CostSpec.rack_limits; a sweep whose
+    limit holds no server is refused when it is read); None when the offer gives neither."""
+    limits = cost.rack_limits(tdp_w, gpus_per_node)
+    return max(1, min(limits.values())) if limits else None
 
 
 def offers_from_costs(gpu: str, cost: CostSpec, tdp_w: float | None, gpus_per_node: int) -> list[Offer]:

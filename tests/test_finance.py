@@ -209,6 +209,37 @@ def test_a_rack_price_needs_a_rack_limit(tmp_path):
     load(sweep_file(tmp_path, costs={"h200-sxm": {"buy": 30_000, "rack_usd_per_month": 3000, "rack_kw": 40}}))
 
 
+def test_a_rack_limit_holds_a_server_and_a_whole_nvlink_domain(tmp_path):
+    # an H200 server draws 8 x 700 W + host_kw 2 = 7.6 kW: a 5 kW rack powers none of it (it was counted as
+    # one server a rack)
+    with pytest.raises(SpecError) as e:
+        load(sweep_file(tmp_path, costs={"h200-sxm": {"buy": 30_000, "rack_kw": 5, "host_kw": 2}}))
+    assert e.value.problems[0].path == "costs.h200-sxm.rack_kw"
+    assert e.value.problems[0].message == (
+        "5 kW cannot power one h200-sxm server (8 GPUs x 700 W + host_kw 2 kW = 7.6 kW): give the rack's real "
+        "power limit, at least 7.6 kW"
+    )
+    load(sweep_file(tmp_path, costs={"h200-sxm": {"buy": 30_000, "rack_kw": 7.6, "host_kw": 2}}))
+    # GB200 NVL72 is one NVLink domain of 72 GPUs, 18 servers (compute trays) of 4 in one rack: a server draws
+    # 4 x 1,200 W + 1 kW = 5.8 kW, so 40 kW holds floor(40 / 5.8) = 6 of them and 18 need 18 x 5.8 = 104.4 kW
+    gb200 = [{"buy": 60_000, "rack_kw": 40, "host_kw": 1}, {"name": "space", "buy": 60_000, "servers_per_rack": 8}]
+    with pytest.raises(SpecError) as e:
+        load(sweep_file(tmp_path, costs={"gb200": gb200}))
+    assert [(p.path, p.message) for p in e.value.problems] == [
+        (
+            "costs.gb200[0].rack_kw",
+            "a gb200 rack is one NVLink domain of 72 GPUs (18 servers of 4), which this limit splits (6 servers a "
+            "rack): give at least 104.4 kW (18 x 5.8 kW), or price a GPU whose NVLink domain fits the rack",
+        ),
+        (
+            "costs.gb200[1].servers_per_rack",
+            "a gb200 rack is one NVLink domain of 72 GPUs (18 servers of 4), which this limit splits (8 servers a "
+            "rack): give 18, or price a GPU whose NVLink domain fits the rack",
+        ),
+    ]
+    load(sweep_file(tmp_path, costs={"gb200": {"buy": 60_000, "rack_kw": 104.4, "host_kw": 1}}))
+
+
 def test_examples_only_for_data_centre_gpus(tmp_path):
     # no prices at all: the data-centre GPU gets its dated example, the desktop one nothing and no note
     inputs = plan.plan_inputs(load(sweep_file(tmp_path)))

@@ -4,6 +4,7 @@ field's description its documentation. The JSON Schema (`llmsweep schema`) is ge
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -290,6 +291,21 @@ class CostSpec(_Strict):
         return not self.example and (
             self.buy is not None or self.purchase_usd is not None or self.purchase_usd_per_server is not None
         )
+
+    def server_kw(self, tdp_w: float | None, gpus_per_node: int) -> float:
+        """One server's power: its GPUs' TDP + host_kw, kW (the host alone without a TDP)."""
+        return gpus_per_node * (tdp_w or 0.0) / 1000 + self.host_kw
+
+    def rack_limits(self, tdp_w: float | None, gpus_per_node: int) -> dict[str, int]:
+        """Servers one rack holds under each limit given: servers_per_rack (space) and rack_kw (power:
+        floor(rack_kw / server kW), a part per billion spared for rounding; left out without a TDP)."""
+        limits = {}
+        if self.servers_per_rack is not None:
+            limits["servers_per_rack"] = self.servers_per_rack
+        server_kw = self.server_kw(tdp_w, gpus_per_node)
+        if self.rack_kw is not None and server_kw > 0:
+            limits["rack_kw"] = math.floor(self.rack_kw / server_kw * (1 + 1e-9))
+        return limits
 
     @property
     def amortization(self) -> float:

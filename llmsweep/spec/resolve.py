@@ -17,7 +17,7 @@ from llmsweep.catalog.architecture import config_slips, load_config_file, read_c
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
-from llmsweep.spec.models import EVERY_GPU, SweepSpec
+from llmsweep.spec.models import EVERY_GPU, CostSpec, SweepSpec
 from llmsweep.spec.problems import _pydantic_problems
 from llmsweep.yamlfile import KeyPath, YamlDoc
 
@@ -239,6 +239,37 @@ def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
                         f"offer id {oid!r} repeats offer {seen[oid]}: give each offer its own `name:`",
                     )
                 seen.setdefault(oid, i)
+        raw = r.doc.data.get("costs", {}).get(gpu_name) if isinstance(r.doc.data, dict) else None
+        for i, offer in enumerate(offers):
+            at = ("costs", gpu_name, i) if isinstance(raw, list) else ("costs", gpu_name)
+            _check_rack(r, at, gid, offer)
+
+
+def _check_rack(r: _Resolver, at: KeyPath, gid: str, offer: CostSpec) -> None:
+    """A rack holds at least one server (a power limit below one was clamped to one server a rack, priced
+    as if the rack could power it), and all of a rack-scale NVLink domain (GB200 NVL72: 18 servers of 4
+    GPUs in one rack; a smaller rack was still estimated and priced as one 72-GPU NVLink domain)."""
+    gpu = r.catalog.gpu(gid)
+    server_kw = offer.server_kw(gpu.tdp_w, gpu.gpus_per_node)
+    limits = offer.rack_limits(gpu.tdp_w, gpu.gpus_per_node)
+    if limits.get("rack_kw") == 0:
+        host = f" + host_kw {offer.host_kw:g} kW" if offer.host_kw else ""
+        r.fail(
+            (*at, "rack_kw"),
+            f"{offer.rack_kw:g} kW cannot power one {gid} server ({gpu.gpus_per_node} GPUs x {gpu.tdp_w or 0:g} W"
+            f"{host} = {server_kw:g} kW): give the rack's real power limit, at least {server_kw:g} kW",
+        )
+        return
+    domain = -(-gpu.nvlink_group // gpu.gpus_per_node)  # servers of one NVLink domain
+    for key, held in limits.items():
+        if held < domain:
+            need = f"at least {domain * server_kw:g} kW ({domain} x {server_kw:g} kW)" if key == "rack_kw" else domain
+            r.fail(
+                (*at, key),
+                f"a {gid} rack is one NVLink domain of {gpu.nvlink_group} GPUs ({domain} servers of "
+                f"{gpu.gpus_per_node}), which this limit splits ({held} servers a rack): give {need}, or price a GPU "
+                "whose NVLink domain fits the rack",
+            )
 
 
 def _check_workload_lengths(r: _Resolver, spec: SweepSpec, inputs: Sequence[int], outputs: Sequence[int]) -> None:
