@@ -36,7 +36,7 @@ TABLE_COLUMNS = (
     "engine",
     "model",
     "precision",
-    "kv_precision",
+    "kv_cache_format",
     "tp",
     "pp",
     "batch",
@@ -516,10 +516,14 @@ def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
     cols = [c for c in IN_FORCE if c in options.columns]
     if not cols or options.height == 0:
         return []
+    kv = []
+    if {"kv_cache_format", "kv_precision"} <= set(options.columns):  # the KV formats in force, `auto` said so
+        chosen = pl.when(pl.col("kv_precision") == "auto").then(pl.lit(" (auto)")).otherwise(pl.lit(""))
+        kv = [(pl.col("kv_cache_format") + chosen).unique(maintain_order=True).sort().str.join(", ").alias("kv_cache")]
     rows = (
         options.with_columns(pl.col(pl.Categorical).cast(pl.String))
         .group_by(["engine", "gpu"], maintain_order=True)
-        .agg([pl.col(c).drop_nulls().first() for c in cols])
+        .agg([pl.col(c).drop_nulls().first() for c in cols] + kv)
         .sort(["engine", "gpu"])
     )
     gpus = catalog.get("gpus") or {}
@@ -535,6 +539,7 @@ def values_in_force(options: pl.DataFrame, catalog: dict) -> list[dict]:
             "bandwidth_gbps": bandwidth(r["gpu"]),
             "max_running_requests": int(r.get("max_running_requests") or 0),
             "compute_scale": r.get("compute_scale") or 1.0,
+            "kv_cache": r.get("kv_cache") or "",
         }
         for r in rows.iter_rows(named=True)
     ]

@@ -597,4 +597,27 @@ def test_method_states_the_grids_admission_cap_beside_the_engines_limit(tmp_path
     cap = "The grid lists its batches without max, so under the workload each replica also admits at most 1 request"
     assert cap + " at a time, whatever the engine's limit." in md
     row = md.split("| vllm | b300 (blackwell) |")[1].splitlines()[0]
-    assert row.rstrip().endswith("| 1,024 |"), row
+    assert row.rstrip().endswith("| 1,024 | bf16 (auto) |"), row
+
+
+def test_method_states_the_kv_cache_format_each_engine_runs(tmp_path):
+    """`auto` is each engine's own choice for the checkpoint (catalog/engines.auto_kv_precision): on
+    DeepSeek-R1's fp8 checkpoint SGLang caches fp8 (its DeepSeek recipes), vLLM the 16-bit activation
+    dtype; an explicit kv_precision is shown without (auto). The configurations table shows the format
+    in force, not the word auto."""
+    sweep = tmp_path / "kv.yaml"
+    sweep.write_text(
+        "name: kv\ngrid:\n  gpu: [b300]\n  model: [deepseek-ai/DeepSeek-R1]\n  precision: [fp8]\n"
+        "  kv_precision: [auto, fp8]\n  engine: [vllm, sglang]\n  tp: [8]\n  batch: [16]\n"
+        "profile: default\nreport: {formats: [md, html]}\n"
+    )
+    pipeline.run(sweep, tmp_path / "out")
+    md = (tmp_path / "out" / "kv" / "report.md").read_text()
+    method = md.split("## Method")[1]
+    assert method.split("| sglang | b300 (blackwell) |")[1].splitlines()[0].endswith("| fp8, fp8 (auto) |")
+    assert method.split("| vllm | b300 (blackwell) |")[1].splitlines()[0].endswith("| bf16 (auto), fp8 |")
+    assert "(auto) marks the engine's own choice for the checkpoint" in method
+    table = md.split("| GPU | Engine | Model | Weights | KV format |")[1].split("\n\n")[0]
+    assert "| auto |" not in table and "| vllm | deepseek-ai/DeepSeek-R1 | fp8 | bf16 |" in table
+    html = (tmp_path / "out" / "kv" / "report.html").read_text()
+    assert "<th>KV cache</th>" in html and "<td>fp8, fp8 (auto)</td>" in html
