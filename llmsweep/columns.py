@@ -1634,15 +1634,17 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("USD per M (high)", "usd_per_million_high", "USD/M tokens", description="80 % band (one replica)."),
     OptionColumn(
         "USD per M input tokens",
-        "usd_per_million_input_tokens",
+        "usd_per_million_input",
         "USD/M tokens",
-        description="A replica at capacity: the prefill pool's share of its hour (aggregated: the prompts' time).",
+        description="The prompts' share of the cost in USD per M output tokens (the prefill pool's GPUs; "
+        "aggregated, the prompts' share of a replica's time), over the input tokens.",
     ),
     OptionColumn(
         "USD per M output tokens (decode)",
-        "usd_per_million_decode_tokens",
+        "usd_per_million_decode",
         "USD/M tokens",
-        description="The rest of that hour: input x input tokens + this x output tokens = the hour.",
+        description="The rest of that cost over the output tokens: input x input tokens + this x output tokens "
+        "= USD per M output tokens x output tokens.",
     ),
     OptionColumn(
         "Capacity (requests/s)",

@@ -369,6 +369,7 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
         usd_per_million_high=pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null()).then(
             pl.col("usd_per_million_output_tokens_high")
         ),
+        **split_per_million(),
     )
     if "mode" in best.columns and "prefill_workers" in best.columns:  # xPyD: the pools, and the prefill layout
         from llmsweep.charts import layout_text
@@ -392,6 +393,21 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     eligible = pl.col("meets_slo") & pl.col(column).is_not_null()
     counted = eligible.cast(pl.Int64).cum_sum().over(group)
     return best.with_columns(rank=pl.when(eligible).then(counted).cast(pl.Int64))
+
+
+def split_per_million() -> dict[str, pl.Expr]:
+    """The input and decode shares of `usd_per_million` on its own basis, so that input x input tokens +
+    decode x output tokens = usd_per_million x output tokens (one cost per token): a replica's split at
+    capacity (usd_per_million_input_tokens, usd_per_million_decode_tokens: its hour by the prompts' share
+    of its time, or its prefill pool's GPUs) scaled by the fleet's all-in cost over the replica's, when a
+    workload sizes a fleet (its TCO over the tokens it serves: the headroom, spare replicas and idle
+    hours it pays for land on both shares alike)."""
+    fleet, replica = pl.col("fleet_usd_per_million_output_tokens"), pl.col("usd_per_million_output_tokens")
+    scale = pl.when(fleet.is_null()).then(1.0).when(replica > 0).then(fleet / replica)
+    return {
+        "usd_per_million_input": pl.col("usd_per_million_input_tokens") * scale,
+        "usd_per_million_decode": pl.col("usd_per_million_decode_tokens") * scale,
+    }
 
 
 def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:

@@ -22,7 +22,7 @@ from llmsweep import answer as answers
 from llmsweep.charts import LAYOUT_PARTS, build_charts
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
-from llmsweep.finance import RENT_24_7, option_rows
+from llmsweep.finance import RENT_24_7, option_rows, split_per_million
 from llmsweep.plan import FALLBACK_RANK, break_even
 from llmsweep.vega import vega_bundle
 
@@ -332,7 +332,7 @@ def recommendations(
     serving = serving or {}
     targets = has_targets(spec)
     higher = higher_is_better(column)
-    opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String))
+    opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String), **split_per_million())
     per_offer = option_rows(options, column, higher)
     groups = []
     for model, s_in, s_out in sorted(opts.select("model", "input_tokens", "output_tokens").unique().rows()):

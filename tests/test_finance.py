@@ -137,6 +137,54 @@ def test_cost_per_token_type_adds_up_to_the_hour():
     assert hour == pytest.approx(60.0)
 
 
+def test_options_split_the_cost_per_token_they_show():
+    """options.csv and the report show one cost per token: with a workload the fleet's (TCO over the
+    tokens it serves), and its input and decode shares on that basis, so that input x input tokens +
+    decode x output tokens = all-in x output tokens (they were a replica's at capacity beside the fleet's
+    all-in figure: a reader pricing from them recovered a third of the fleet's cost).
+
+    A replica at capacity: $0.50 per M output tokens all-in at 8,192 in / 1,024 out, split $0.025 per M
+    input (0.025 x 8,192 = 204.8) + $0.30 per M decode (0.30 x 1,024 = 307.2) = 512 = 0.50 x 1,024. The
+    fleet costs $2.00 per M output tokens, 4x: its split is $0.10 per M input + $1.20 per M decode
+    (0.10 x 8,192 + 1.20 x 1,024 = 819.2 + 1,228.8 = 2,048 = 2.00 x 1,024). Without a workload the
+    replica's own split stays."""
+    rows = pl.DataFrame(
+        {
+            "usd_per_million_output_tokens": [0.5, 0.5],
+            "usd_per_million_input_tokens": [0.025, 0.025],
+            "usd_per_million_decode_tokens": [0.3, 0.3],
+            "fleet_usd_per_million_output_tokens": [2.0, None],
+        }
+    )
+    split = rows.select(**finance.split_per_million())
+    assert split["usd_per_million_input"].to_list() == pytest.approx([0.1, 0.025])
+    assert split["usd_per_million_decode"].to_list() == pytest.approx([1.2, 0.3])
+    paid = split["usd_per_million_input"] * 8192 + split["usd_per_million_decode"] * 1024
+    assert paid.to_list() == pytest.approx([2.0 * 1024, 0.5 * 1024])
+
+
+def test_options_csv_costs_per_token_add_up(tmp_path):
+    """The same, end to end: every option of a priced sweep with a workload."""
+    run_sweep(
+        tmp_path,
+        {
+            "name": "split",
+            "grid": {"gpu": ["h200-sxm"], "model": ["meta-llama/Llama-3.1-8B"], "batch": [8, "max"]},
+            "workload": {"requests_per_s": 5},
+            "costs": {"h200-sxm": {"rent": 3.0}},
+        },
+        formats=("csv",),
+    )
+    options = pl.read_csv(tmp_path / "out" / "split" / "options.csv")
+    assert options.height
+    for r in options.iter_rows(named=True):
+        paid = (
+            r["USD per M input tokens"] * r["Input tokens"] + r["USD per M output tokens (decode)"] * r["Output tokens"]
+        )
+        # options.csv rounds costs per token to 3 significant figures
+        assert paid == pytest.approx(r["USD per M output tokens"] * r["Output tokens"], rel=5e-3)
+
+
 def plan_inputs() -> plan.PlanInputs:
     price = plan.price_from_costs("h100-sxm", CostSpec(usd_per_gpu_hour=2.5), 700.0, 8)
     return plan.PlanInputs({"h100-sxm": price}, None, None, "usd_per_million_output_tokens")
