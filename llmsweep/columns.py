@@ -1099,11 +1099,20 @@ COLUMNS: tuple[Column, ...] = tuple(
             "cannot be sized.",
         ),
         (
+            "gpus_bought",
+            I,
+            "GPUs",
+            "GPUs bought",
+            "Bought offers: fleet_gpus in whole purchase units, the scale-up domain where it fills a server or "
+            "more (an 8-GPU HGX or OAM baseboard, a 72-GPU NVL72 rack), else single GPUs (PCIe cards); capex pays "
+            "for these, power for the fleet_gpus in use. Empty when rented.",
+        ),
+        (
             "servers_needed",
             I,
             "servers",
             "Servers",
-            "ceil(fleet_gpus / gpus_per_node).",
+            "ceil(gpus_bought (rented: fleet_gpus) / gpus_per_node).",
         ),
         (
             "racks_needed",
@@ -1118,7 +1127,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "kW",
             "Fleet kW",
-            "IT power of the fleet at full load: GPUs x TDP + servers x host_kw (bought); before PUE.",
+            "IT power of the fleet at full load: fleet_gpus x TDP + the servers holding them x host_kw (bought); "
+            "before PUE.",
         ),
         (
             "capex_usd",
@@ -1459,6 +1469,7 @@ PLAN_EXPORTED: tuple[str, ...] = (
     "replicas",
     "gpus_needed",
     "fleet_gpus",
+    "gpus_bought",
     "servers_needed",
     "racks_needed",
     "fleet_kw",
@@ -1614,7 +1625,15 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Meets targets", "meets_targets", "", description="yes, or no."),
     OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
     OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),
-    OptionColumn("Servers", "servers_needed", "servers", description="Servers of the fleet."),
+    OptionColumn(
+        "GPUs bought",
+        "gpus_bought",
+        "GPUs",
+        description="Bought offers: the GPUs paid for, in whole baseboards or NVL72 racks (PCIe cards singly).",
+    ),
+    OptionColumn(
+        "Servers", "servers_needed", "servers", description="Servers of the fleet (bought: of the GPUs bought)."
+    ),
     OptionColumn("Racks", "racks_needed", "racks", description="Racks (bought offers with a rack limit)."),
     OptionColumn("Power (kW)", "fleet_kw", "kW", description="IT power at full load, before PUE."),
     OptionColumn("Capex (USD)", "capex_usd", "USD", description="Paid up front: GPUs + servers + network."),

@@ -231,6 +231,7 @@ def offer_table(offers: dict[str, tuple[Offer, ...]], every: bool = True, compon
 # What fleet_columns writes (tests/test_plan.py checks the list against it).
 FLEET_COLUMNS = (
     "fleet_gpus",
+    "gpus_bought",
     "servers_needed",
     "racks_needed",
     "fleet_kw",
@@ -248,23 +249,36 @@ FLEET_COLUMNS = (
 
 def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg_requests_per_s) -> pl.LazyFrame:
     """Servers, racks, kW, capex, opex, monthly cost, TCO and energy of the fleet: `gpus_needed` GPUs,
-    or one replica (`gpus`) without a workload. Whole servers and racks: a fleet of 4 GPUs on an
-    8-GPU platform pays for one whole server (and its rack), whatever a GPU-hour's share of it is.
-    Nothing for rows that cannot run; no horizon where there is no price."""
+    or one replica (`gpus`) without a workload. Bought in whole units: a fleet of 5 GPUs on an 8-GPU
+    HGX or OAM baseboard buys the baseboard's 8 (gpus_bought; 16 GB200s buy an NVL72 rack's 72, GPUs
+    whose scale-up domain is smaller than a server, PCIe cards, one by one) and their servers (and
+    racks), whatever a GPU-hour's share of it is; the GPUs the traffic leaves idle are spare capacity
+    and draw no counted power (fleet_kw: the GPUs in use and the servers that hold them). Nothing for
+    rows that cannot run; no horizon where there is no price."""
     frame = frame.with_columns(fleet_gpus=pl.when(c.fits).then(pl.coalesce(c.gpus_needed, c.gpus)))
     fleet = c.fleet_gpus
     bought = pl.col("_kind") == "buy"
     priced = c.usd_per_gpu_hour.is_not_null() & c.fits
     # rented GPUs paid per hour used cost the GPU-hours the traffic uses: fleet x utilisation
     paid_share = pl.lit(1.0) if rent_paid == RENT_24_7 else pl.coalesce(c.utilization, pl.lit(1.0))
-    frame = frame.with_columns(
-        servers_needed=pl.when(c.fits).then((fleet / c.gpus_per_node).ceil().cast(pl.Int64)),
-        fleet_kw=pl.when(c.fits).then(fleet * c.gpu_tdp_w / 1000),
-    ).with_columns(
-        fleet_kw=c.fleet_kw + pl.when(bought).then(c.servers_needed * pl.col("_host_kw")).otherwise(0.0),
-        racks_needed=pl.when(bought & c.fits)
-        .then((c.servers_needed / pl.col("_servers_per_rack")).ceil().cast(pl.Int64))
-        .cast(pl.Int64),
+    unit = pl.when(c.scale_up_domain_gpus >= c.gpus_per_node).then(c.scale_up_domain_gpus).otherwise(1)
+    in_use = (fleet / c.gpus_per_node).ceil()  # servers holding the GPUs in use
+    frame = (
+        frame.with_columns(
+            gpus_bought=pl.when(bought & c.fits).then(((fleet / unit).ceil() * unit).cast(pl.Int64)),
+            fleet_kw=pl.when(c.fits).then(fleet * c.gpu_tdp_w / 1000),
+        )
+        .with_columns(
+            servers_needed=pl.when(c.fits)
+            .then((pl.coalesce(c.gpus_bought, fleet) / c.gpus_per_node).ceil().cast(pl.Int64))
+            .cast(pl.Int64),
+            fleet_kw=c.fleet_kw + pl.when(bought).then(in_use * pl.col("_host_kw")).otherwise(0.0),
+        )
+        .with_columns(
+            racks_needed=pl.when(bought & c.fits)
+            .then((c.servers_needed / pl.col("_servers_per_rack")).ceil().cast(pl.Int64))
+            .cast(pl.Int64),
+        )
     )
     # a GPU without a TDP in the catalog (Apple SoCs) draws no counted power: its offer says so
     kw = pl.coalesce(c.fleet_kw, pl.lit(0.0))
@@ -277,7 +291,10 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
     frame = frame.with_columns(
         capex_usd=pl.when(priced).then(
             pl.when(bought)
-            .then(fleet * pl.col("_purchase") + c.servers_needed * (pl.col("_server_usd") + pl.col("_network_usd")))
+            .then(
+                c.gpus_bought * pl.col("_purchase")
+                + c.servers_needed * (pl.col("_server_usd") + pl.col("_network_usd"))
+            )
             .otherwise(0.0)
         ),
         opex_usd_per_year=pl.when(priced).then(

@@ -63,20 +63,21 @@ def test_bought_offer_per_gpu_hour():
 def test_bought_fleet_capex_opex_tco_racks_and_kw():
     row = fleet_row(BUY)
     assert row["gpus_needed"] == 34 and row["offer"] == "buy-4y"
-    # servers ceil(34 / 8) = 5; racks ceil(5 / 3) = 2
+    # bought in whole 8-GPU baseboards: ceil(34 / 8) x 8 = 40 GPUs in 5 servers; racks ceil(5 / 3) = 2
+    assert row["gpus_bought"] == 40 and row["fleet_gpus"] == 34
     assert row["servers_needed"] == 5 and row["racks_needed"] == 2
-    # IT power: 34 GPUs x 0.7 kW + 5 servers x 2.4 kW = 23.8 + 12 = 35.8 kW
+    # IT power of the GPUs in use: 34 GPUs x 0.7 kW + their 5 servers x 2.4 kW = 23.8 + 12 = 35.8 kW
     assert row["fleet_kw"] == pytest.approx(35.8)
-    # capex: 34 x 30,000 + 5 x (40,000 + 10,000) = 1,020,000 + 250,000 = 1,270,000
-    assert row["capex_usd"] == pytest.approx(1_270_000)
+    # capex: 40 x 30,000 + 5 x (40,000 + 10,000) = 1,200,000 + 250,000 = 1,450,000
+    assert row["capex_usd"] == pytest.approx(1_450_000)
     # opex: power 35.8 kW x 1.25 x 0.8 x $0.10 x 8,760 h = 31,360.80; racks 2 x $2,000 x 12 = 48,000
     assert row["opex_usd_per_year"] == pytest.approx(31_360.8 + 48_000)
-    # TCO over 3 years: 1,270,000 + 3 x 79,360.80 = 1,508,082.40
-    assert row["tco_usd"] == pytest.approx(1_508_082.4)
-    # amortised per month: (1,270,000 / 4 + 79,360.80) / 12 = 33,071.73
-    assert row["fleet_usd_per_month"] == pytest.approx((317_500 + 79_360.8) / 12)
-    # over 5 years: 1,270,000 + 5 x 79,360.80 = 1,666,804
-    assert fleet_row(BUY, horizon=5)["tco_usd"] == pytest.approx(1_666_804)
+    # TCO over 3 years: 1,450,000 + 3 x 79,360.80 = 1,688,082.40
+    assert row["tco_usd"] == pytest.approx(1_688_082.4)
+    # amortised per month: (1,450,000 / 4 + 79,360.80) / 12 = 36,821.73
+    assert row["fleet_usd_per_month"] == pytest.approx((362_500 + 79_360.8) / 12)
+    # over 5 years: 1,450,000 + 5 x 79,360.80 = 1,846,804
+    assert fleet_row(BUY, horizon=5)["tco_usd"] == pytest.approx(1_846_804)
 
 
 def test_rented_fleet_under_each_assumption():
@@ -97,9 +98,9 @@ def test_rented_fleet_under_each_assumption():
 def test_without_a_workload_the_fleet_is_one_replica():
     row = fleet_row(BUY, workload=None)
     assert row["gpus_needed"] is None
-    # one replica of 2 GPUs: 1 server, 1 rack; capex 2 x 30,000 + 50,000 = 110,000
-    assert (row["servers_needed"], row["racks_needed"]) == (1, 1)
-    assert row["capex_usd"] == pytest.approx(110_000)
+    # one replica of 2 GPUs buys a whole baseboard of 8: 1 server, 1 rack; capex 8 x 30,000 + 50,000 = 290,000
+    assert (row["gpus_bought"], row["servers_needed"], row["racks_needed"]) == (8, 1, 1)
+    assert row["capex_usd"] == pytest.approx(290_000)
 
 
 def test_cost_per_token_type_adds_up_to_the_hour():
@@ -198,17 +199,17 @@ def test_break_even_when_rent_is_paid_24_7():
         model=pl.lit("m"), precision=pl.lit("fp8"), tp=pl.lit(2), meets_slo=pl.lit(True), horizon_years=pl.lit(3.0)
     )
     # rent 744,600 / 12 = 62,050 a month; the bought fleet runs for 79,360.80 / 12 = 6,613.40 a month:
-    # 1,270,000 / (62,050 - 6,613.40) = 22.9 months
+    # 1,450,000 / (62,050 - 6,613.40) = 26.2 months
     assert plan.break_even(rows, "m") == (
         "Rented 24/7, h100-sxm rent (fp8, tp2) costs $62,050 a month; buying h100-sxm buy-4y (fp8, tp2) costs "
-        "$1,270,000 up front and $6,613 a month to run, so it pays back after 22.9 months, within the 3-year "
-        "horizon: buying costs $725,718 less over it."  # TCO 2,233,800 - 1,508,082.40
+        "$1,450,000 up front and $6,613 a month to run, so it pays back after 26.2 months, within the 3-year "
+        "horizon: buying costs $545,718 less over it."  # TCO 2,233,800 - 1,688,082.40
     )
     # the sentence agrees with a ranking by TCO: bought first, as its TCO is the lower
     assert plan.break_even(rows, "m", "tco_usd").startswith("Rented 24/7, h100-sxm rent (fp8, tp2) costs $62,050")
     pricier = rows.with_columns(horizon_years=pl.lit(1.0))
     assert plan.break_even(pricier, "m").endswith(
-        "22.9 months: longer than the 1-year horizon, so renting costs less over it."
+        "26.2 months: longer than the 1-year horizon, so renting costs less over it."
     )
 
 

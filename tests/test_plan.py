@@ -21,6 +21,7 @@ def frame(**over) -> pl.LazyFrame:
         "gpu": "h100-sxm",
         "gpus": 2,
         "gpus_per_node": 8,
+        "scale_up_domain_gpus": 8,  # an HGX baseboard: bought 8 at a time
         "gpu_tdp_w": 700.0,
         "fits": True,
         "input_tokens": 1000,
@@ -443,9 +444,11 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     assert by_gpu["h100-sxm"]["usd_per_million_output_tokens"] == pytest.approx(2.2222, abs=1e-4)
     assert by_gpu["h200-sxm"]["gpus_needed"] == by_gpu["h100-sxm"]["gpus_needed"] == 4
     assert (by_gpu["h200-sxm"]["servers_needed"], by_gpu["h200-sxm"]["racks_needed"]) == (1, 1)
-    assert by_gpu["h200-sxm"]["capex_usd"] == pytest.approx(170_000)
+    # bought a whole HGX baseboard of 8 for the 4 GPUs in use: 8 x 30,000 + 1 x (40,000 + 10,000) = 290,000
+    assert by_gpu["h200-sxm"]["gpus_bought"] == 8
+    assert by_gpu["h200-sxm"]["capex_usd"] == pytest.approx(290_000)
     assert by_gpu["h200-sxm"]["opex_usd_per_year"] == pytest.approx(4_555.2 + 36_000)
-    assert by_gpu["h200-sxm"]["tco_usd"] == pytest.approx(291_665.6)
+    assert by_gpu["h200-sxm"]["tco_usd"] == pytest.approx(411_665.6)  # 290,000 + 3 x 40,555.20
     assert by_gpu["h100-sxm"]["tco_usd"] == pytest.approx(210_240)
 
     column, note = plan.rank_column(out, inputs.rank_by, inputs)
@@ -454,19 +457,19 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     assert ranked == {"h100-sxm": 1, "h200-sxm": 2, "l40s": None}  # the cheapest fleet that meets the targets
     # every figure the reports show orders the options the same way: monthly over the horizon, per token
     assert by_gpu["h100-sxm"]["tco_usd_per_month"] == pytest.approx(210_240 / 36)  # $5,840
-    assert by_gpu["h200-sxm"]["tco_usd_per_month"] == pytest.approx(291_665.6 / 36)  # $8,101.82
+    assert by_gpu["h200-sxm"]["tco_usd_per_month"] == pytest.approx(411_665.6 / 36)  # $11,435.16
     # the fleet's cost per token: TCO over 4 requests/s x 250 tokens x 3 years x 8,760 h x 3,600 s
     served = 4 * 250 * 3 * 8760 * 3600 / 1e6
     assert by_gpu["h100-sxm"]["fleet_usd_per_million_output_tokens"] == pytest.approx(210_240 / served)
-    assert by_gpu["h200-sxm"]["fleet_usd_per_million_output_tokens"] == pytest.approx(291_665.6 / served)
+    assert by_gpu["h200-sxm"]["fleet_usd_per_million_output_tokens"] == pytest.approx(411_665.6 / served)
     # and the break-even sentence says the same: rent $5,840 a month, run the purchase for 40,555.20 / 12 =
-    # $3,379.60: 170,000 / (5,840 - 3,379.60) = 69.1 months, beyond the 3-year horizon
+    # $3,379.60: 290,000 / (5,840 - 3,379.60) = 117.9 months, beyond the 3-year horizon
     assert plan.break_even(plan.rank(out, column), "m", column) == (
         "Rented 24/7, h100-sxm rent (fp8, tp1) costs $5,840 a month; buying h200-sxm buy-4y (fp8, tp1) costs "
-        "$170,000 up front and $3,380 a month to run, so it pays back after 69.1 months: longer than the "
+        "$290,000 up front and $3,380 a month to run, so it pays back after 117.9 months: longer than the "
         "3-year horizon, so renting costs less over it."
     )
-    # the report's first sentence says the same: the rental first, the purchase $8,101.82 - $5,840 a month dearer
+    # the report's first sentence says the same: the rental first, the purchase $11,435.16 - $5,840 a month dearer
     from llmsweep.answer import answer
     from llmsweep.finance import option_rows
 
@@ -480,7 +483,7 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     workload = {"requests_per_s": 4, "peak_factor": 1}
     assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
         "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm rented, $5,840 a month, "
-        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm, costs $2,262 more a month."
+        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm, costs $5,595 more a month."
     )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
     alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")
