@@ -63,6 +63,12 @@ of the bounds as literals (a test keeps them equal).
     config_vocab              1            100,000,000 tokens      vocab_size
     config_context            1            2^31        tokens      max_position_embeddings, windows
     params_total              1            1e15        parameters  a model's computed size
+    measured_tokens_per_s     0.001        1e10        tok/s       a measured speed or throughput (calibrate)
+    measured_tokens_per_s_per_gpu 0.001    10,000,000  tok/s/gpu   a measured throughput per GPU
+    measured_ms               0.001        1e9         ms          a measured latency or latency limit (1 us to
+                                                                   11.6 days: the `seconds` range, in ms)
+    measured_gb               0.001        1,000,000   GB          a measured size (model weights)
+    measured_sequences        1            1e8         sequences   a measured max_batch
 
 Every file llmsweep reads must be a regular file (never a FIFO, a device or a socket: they are
 opened without blocking and refused) of a bounded size: sweeps, config.json and profiles at most
@@ -177,6 +183,14 @@ RANGES: dict[str, Range] = {
     "config_vocab": Range(1, 100_000_000, "tokens", integer=True),
     "config_context": Range(1, 2**31, "tokens", integer=True),
     "params_total": Range(1, 1e15, "parameters", integer=True),
+    # measured values read by `calibrate` (calibrate/measurement.VALUE_RANGES picks one per unit):
+    # physically plausible for any system of up to 65,536 GPUs (the published rows span 2.7 ms to
+    # 462 s and 3 to 19,694 tok/s per GPU), so that a typo or a hostile 1e300 is refused, not compared
+    "measured_tokens_per_s": Range(0.001, 1e10, "tok/s"),
+    "measured_tokens_per_s_per_gpu": Range(0.001, 10_000_000, "tok/s/gpu"),
+    "measured_ms": Range(0.001, 1e9, "ms"),
+    "measured_gb": Range(0.001, 1_000_000, "GB"),
+    "measured_sequences": Range(1, 100_000_000, "sequences"),
 }
 
 # config.json fields read by catalog/architecture.py -> their range (any other key: config_width)

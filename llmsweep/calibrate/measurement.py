@@ -61,6 +61,16 @@ NOT_ESTIMATED = {
     for name in ("tpot", "itl")
     for p in ("p90", "p99")
 }
+# The plausible range of a measured value, per unit (a name in limits.RANGES, checked in the unit as
+# the file gives it): a value outside it (1e-300 tok/s, 1e300 ms) is a typo or a wrong unit, listed
+# in unmapped.csv with the range rather than compared (its ratio would say nothing about the estimator).
+VALUE_RANGES = {
+    "tok/s": "measured_tokens_per_s",
+    "tok/s/gpu": "measured_tokens_per_s_per_gpu",
+    "ms": "measured_ms",
+    "GB": "measured_gb",
+    "": "measured_sequences",  # max_batch
+}
 _PERCENTILE = re.compile(r"(ttft|tpot|itl)_(p\d+(?:\.\d+)?|median|mean|avg|average)_ms")
 # Metrics whose values are times (an estimate above the measurement is pessimistic, not optimistic).
 TIME_METRICS = frozenset(m for (m, unit) in METRICS if unit == "ms")

@@ -9,6 +9,8 @@ import io
 import json
 import math
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmsweep.calibrate.measurement import (
@@ -22,6 +24,7 @@ from llmsweep.calibrate.measurement import (
     PLACEHOLDER_GPU,
     REQUIRED,
     SCENARIOS,
+    VALUE_RANGES,
     Measurement,
     ReadResult,
     metric_problem,
@@ -88,6 +91,15 @@ def _number(row: dict, key: str) -> float:
         raise RowError(f"{key} {text!r} is not a finite number")
     if value <= 0:
         raise RowError(f"{key} {text!r} must be a positive number")
+    return value
+
+
+def _plausible(row: dict, key: str, value: float, unit: str, metric: str = "") -> float:
+    """`value` when it lies in the plausible range of a measurement in `unit` (VALUE_RANGES)."""
+    r = RANGES[VALUE_RANGES[unit]]
+    if not r.contains(value):
+        what = f" is not a plausible {metric}: it" if metric else ""
+        raise RowError(f"{key} {_text(row, key)!r}{what} must be {r.describe()}")
     return value
 
 
@@ -181,7 +193,7 @@ def _lengths(row: dict, notes: list[str]) -> list[int]:
 
 def _limit(row: dict, key: str) -> float | None:
     """A latency limit in ms, as seconds; blank = none."""
-    return _number(row, key) * 1e-3 if _text(row, key) else None
+    return _plausible(row, key, _number(row, key), "ms") * 1e-3 if _text(row, key) else None
 
 
 def _scenario(row: dict, metric: str, batch: int | str, notes: list[str]) -> tuple[str, float | None, float | None]:
@@ -276,10 +288,8 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     lengths = _lengths(row, notes)
     if lengths == [0, 0]:
         raise RowError("input_len and output_len are both 0")
-    value = _number(row, "value")
-    measured = value * scale
-    if not math.isfinite(measured):
-        raise RowError(f"value {_text(row, 'value')!r} is too large")
+    value = _plausible(row, "value", _number(row, "value"), unit, metric)
+    measured = value * scale  # finite: the range keeps it so
     num_gpus = _int(row, "num_gpus", minimum=1, maximum=MAX_GPUS) if _text(row, "num_gpus") else None
     scenario, ttft_limit, tpot_limit = _scenario(row, metric, batch, notes)
     pools = _pools(row, notes)
@@ -346,7 +356,11 @@ def _mtp_problem(catalog: Catalog, m: Measurement) -> str | None:
 Row = tuple[str, dict | str]
 
 
-def _rows_to_result(rows: list[Row], catalog: Catalog) -> ReadResult:
+def _rows_to_result(rows: list[Row], catalog: Catalog, lines: list[int] | None = None) -> ReadResult:
+    """Each row mapped to a measurement or listed with its reason. An id is compared once: a row
+    that repeats the id of a row already compared is listed ("line 9 repeats id 'x' of line 4"),
+    so no measurement counts twice; `lines` are the rows' line numbers in a CSV file (else the
+    rows are counted from 1)."""
     result, names = ReadResult(), _Names(catalog)
     counts: dict[str, int] = {}
     for rid, _ in rows:
@@ -355,35 +369,56 @@ def _rows_to_result(rows: list[Row], catalog: Catalog) -> ReadResult:
     if repeated:
         more = f" and {len(repeated) - 5:,} more" if len(repeated) > 5 else ""
         result.notes.append(
-            f"id {', '.join(repeated[:5])}{more} appear{'s' if len(repeated) == 1 else ''} more than once: each row is "
-            "compared on its own, but comparison.csv and unmapped.csv cannot tell them apart; give each row its own id"
+            f"id {', '.join(repeated[:5])}{more} appear{'s' if len(repeated) == 1 else ''} more than once: a row that "
+            "repeats the id of a compared row is listed in unmapped.csv, not compared; give each row its own id"
         )
-    for rid, row in rows:
+    where = (lambda i: f"line {lines[i]}") if lines else (lambda i: f"row {i + 1}")
+    compared: dict[str, int] = {}  # id -> index of the row compared under it
+    for i, (rid, row) in enumerate(rows):
         try:
-            if isinstance(row, str):
+            if isinstance(row, str):  # the row could not be read: that comes first
                 raise RowError(row)
+            if rid in compared:
+                first = where(compared[rid])
+                raise RowError(f"{where(i)} repeats id {rid!r} of {first} (compared there); give each row its own id")
             result.measurements.append(_measurement(names, row, rid))
+            compared[rid] = i
         except (ValueError, LlmsweepError) as e:
             result.skipped.append({"id": rid, "reason": str(e)})
     return result
 
 
-def _read_measured_csv(path: Path, rows: list[Row], fields: list[str], catalog: Catalog) -> ReadResult:
+# Separators other than commas, as spreadsheets in many locales save "CSV" (or as tab-separated text).
+_SEPARATORS = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def _read_measured_csv(
+    path: Path, rows: list[Row], fields: list[str], catalog: Catalog, lines: list[int] | None = None
+) -> ReadResult:
     missing = [k for k in REQUIRED if k not in fields]
-    unknown = [f for f in fields if f not in KNOWN]
+    unknown = [f or f"(unnamed column {i})" for i, f in enumerate(fields, start=1) if f not in KNOWN]
     if missing:
         if not any(f.strip() for f in fields):
             raise LlmsweepError(f"{path}: the file is empty (no header line; expected the measured-dev.csv schema)")
-        slips = [f"{f!r} for {hint[0]!r}" for f in unknown if (hint := did_you_mean(f, missing, n=1))]
+        sep = next((s for s in _SEPARATORS if len(fields) == 1 and s in fields[0] and "id" in fields[0].split(s)), None)
+        if sep:
+            names = fields[0].split(sep)
+            shown = sep.join(names[:9]) + (sep + "..." if len(names) > 9 else "")
+            raise LlmsweepError(
+                f"{path}:1: the header is one column, {shown!r}: its fields are separated by {_SEPARATORS[sep]}; "
+                "save the file with commas between fields (Excel: 'CSV UTF-8')"
+            )
+        slips = [f"{f!r} for {hint[0]!r}" for f in unknown[:100] if (hint := did_you_mean(f, missing, n=1))]
         raise LlmsweepError(
             f"{path}: missing column(s) {', '.join(missing)}"
             + (f" (the header has {', '.join(slips)}: misspelt?)" if slips else "")
             + f"; expected the measured-dev.csv schema ({', '.join(REQUIRED)}), llama-bench CSV or vLLM "
             "benchmark_serving JSON"
         )
-    result = _rows_to_result(rows, catalog)
+    result = _rows_to_result(rows, catalog, lines)
     if unknown:
-        result.notes.append(f"{path}: ignored unknown column(s) {', '.join(unknown)}")
+        more = f" and {len(unknown) - 10:,} more" if len(unknown) > 10 else ""
+        result.notes.append(f"{path}: ignored unknown column(s) {', '.join(unknown[:10])}{more}")
     return result
 
 
@@ -499,9 +534,11 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
     benchmark_serving JSON (detected from the content). `defaults` supplies what a format does not
     record (gpu, model, precision, tp, pp, batch)."""
     catalog, defaults, p = catalog or load_catalog(), defaults or {}, Path(path)
+    raw = b""
     try:  # a regular file of bounded size: never a FIFO (it would block) or /dev/zero (endless)
         raw = read_regular_file(p, MAX_MEASUREMENTS_BYTES, "a measurements file")
-        text = raw.decode("utf-8-sig")  # Excel's "CSV UTF-8" starts with a byte-order mark
+        # Excel's "CSV UTF-8" starts with a byte-order mark; a file saved twice may have two
+        text = raw.decode("utf-8-sig").lstrip("\ufeff")
     except FileNotFoundError:
         raise LlmsweepError(f"{path}: file not found") from None
     except IsADirectoryError:
@@ -509,9 +546,7 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
     except UnreadableFile as e:
         raise LlmsweepError(f"{path}: {e}") from None
     except UnicodeDecodeError as e:
-        raise LlmsweepError(
-            f"{path}: not UTF-8 text (byte {e.start + 1} is not valid UTF-8); save it as UTF-8 (Excel: 'CSV UTF-8')"
-        ) from None
+        raise LlmsweepError(_not_utf8(path, raw, e)) from None
     except OSError as e:
         raise LlmsweepError(f"{path}: cannot read measurements: {e.strerror or e}") from None
     from llmsweep.calibrate import formats  # AIPerf, GuideLLM, SGLang, vLLM sweeps, llama-batched-bench
@@ -540,34 +575,88 @@ def read_file(path: str | Path, catalog: Catalog | None = None, defaults: dict |
             f"{path}: not a llama-bench (-o json) or vLLM benchmark_serving result, nor a vLLM bench sweep, SGLang "
             "bench_serving, AIPerf profile_export, GuideLLM benchmarks.json or llama-batched-bench file"
         )
-    fields, rows = _csv_rows(p, text)
-    if "avg_ts" in fields and "n_prompt" in fields:
+    table = _csv_rows(p, text)
+    if "avg_ts" in table.header and "n_prompt" in table.header:
         if not defaults.get("model"):
             raise LlmsweepError(f"{path}: llama-bench results do not name the Hugging Face model; give --model")
-        return _rows_to_result(_llama_bench_rows([r for _, r in rows], {**defaults, "prefix": p.stem}), catalog)
-    return _read_measured_csv(p, rows, fields, catalog)
+        records = [r for _, r in table.rows]
+        return _rows_to_result(_llama_bench_rows(records, {**defaults, "prefix": p.stem}), catalog)
+    result = _read_measured_csv(p, table.rows, table.header, catalog, table.lines)
+    if table.short:
+        result.notes.append(_short_note(p, table))
+    return result
 
 
-def _csv_rows(path: Path, text: str) -> tuple[list[str], list[Row]]:
-    """(header, [(row id or "line N", fields or the row's problem)]); a header that cannot be read
-    is a whole-file error."""
+def _not_utf8(path: str | Path, raw: bytes, e: UnicodeDecodeError) -> str:
+    """The message for a file that is not UTF-8: its line and byte (counted in the file as it is)."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # Excel's "Unicode Text", Windows' "Unicode"
+        return f"{path}: not UTF-8 text but UTF-16 (it starts with a UTF-16 byte-order mark); {_SAVE_UTF8}"
+    start = e.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)  # utf-8-sig counts after its mark
+    before = raw[:start]
+    line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
+    return f"{path}:{line}: not UTF-8 text (byte {start + 1:,} is not valid UTF-8); {_SAVE_UTF8}"
+
+
+_SAVE_UTF8 = "save it as UTF-8 (Excel: 'CSV UTF-8')"
+
+
+@dataclass
+class _Table:
+    """A CSV file's header and rows: (row id or "line N", fields or the row's problem), each row's
+    first line, and the (line, fields) of rows shorter than the header that were still read."""
+
+    header: list[str]
+    rows: list[Row] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    short: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _csv_rows(path: Path, text: str) -> _Table:
+    """The file's header and rows; a header that cannot be read is a whole-file error. A row with
+    fewer fields than the header that lacks a required column is truncated (a file cut off
+    mid-line) and listed as such; one that lacks only optional columns (a hand-written file, or
+    a spreadsheet that drops a row's blank trailing cells) is read with them blank, and noted."""
     reader = csv.reader(io.StringIO(text, newline=""))
-    rows: list[Row] = []
     try:
-        header = [h.strip() for h in next(reader, [])]
-        doubled = sorted({h for h in header if h and header.count(h) > 1})
+        table = _Table([h.strip() for h in next(reader, [])])
+        header = table.header
+        counts = Counter(h for h in header if h)
+        doubled = sorted(h for h, n in counts.items() if n > 1)
         if doubled:
             raise LlmsweepError(f"{path}: column(s) {', '.join(doubled)} appear more than once in the header")
+        start = reader.line_num + 1
         for values in reader:
+            line, start = start, reader.line_num + 1
             if not any(v.strip() for v in values):
                 continue  # a blank line
-            row = dict(zip(header, values, strict=False))
-            rid = (row.get("id") or "").strip() or f"line {reader.line_num}"
+            fields = dict(zip(header, values, strict=False))
+            rid = (fields.get("id") or "").strip() or f"line {line}"
+            row: dict | str = fields
             extra = [v for v in values[len(header) :] if v.strip()]
-            rows.append((rid, f"has {len(extra)} more value(s) than the header has columns" if extra else row))
+            if extra:
+                row = f"line {line} has {len(extra)} more value(s) than the header has columns"
+            elif len(values) < len(header) and any(k in REQUIRED for k in header[len(values) :]):
+                row = (
+                    f"line {line} is truncated: it has {len(values):,} of the header's {len(header):,} fields "
+                    f"(up to {header[len(values) - 1] or f'column {len(values)}'}); was the file cut off?"
+                )
+            elif len(values) < len(header):
+                table.short.append((line, len(values)))
+            table.rows.append((rid, row))
+            table.lines.append(line)
     except csv.Error as e:
         raise LlmsweepError(f"{path}:{reader.line_num}: not a readable CSV file: {e}") from None
-    return header, rows
+    return table
+
+
+def _short_note(path: Path, table: _Table) -> str:
+    """The note for rows read without their last, optional columns."""
+    (line, n), more = table.short[0], len(table.short) - 1
+    others = f" (and {more:,} more row(s) have fewer fields than the header)" if more else ""
+    return (
+        f"{path}: line {line} has {n:,} of the header's {len(table.header):,} fields{others}: the missing last "
+        "column(s) are read as blank; if the file was cut off, complete the row"
+    )
 
 
 def read_measurements(path: str | Path, catalog: Catalog | None = None) -> tuple[list[Measurement], list[dict]]:

@@ -23,11 +23,16 @@ def is_sweep(data) -> bool:
 
 
 def runs(data: list, defaults: dict, name: str) -> list[tuple[dict, dict, str]]:
-    """(run, defaults for it, id prefix) per item of a summary.json."""
+    """(run, defaults for it, id prefix) per item of a summary.json. The prefix is name[run_number]
+    when every run has its own run_number, else name[position from 1]: run_number counts the
+    repetitions of one combination, so two combinations in one list both have a run 0, and ids
+    must tell every run apart (readers lists a row that repeats a compared row's id)."""
+    numbers = [str(run.get("run_number")) for run in data if "run_number" in run]
+    by_number = len(numbers) == len(data) and len(set(numbers)) == len(numbers)
     out = []
     for i, run in enumerate(data, start=1):
         tp = next((run[k] for k in TP_KEYS if run.get(k) not in (None, "")), None)
         own = {**defaults, "tp": tp} if tp is not None and defaults.get("tp", 1) == 1 else defaults
-        label = f"{name}[{run.get('run_number', i - 1)}]" if "run_number" in run else f"{name}[{i}]"
+        label = f"{name}[{run['run_number']}]" if by_number else f"{name}[{i}]"
         out.append((run, own, label))
     return out
