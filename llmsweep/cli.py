@@ -16,7 +16,13 @@ import click
 from llmsweep import __version__
 from llmsweep.errors import LlmsweepError, did_you_mean, printable
 
-FORMATS = click.Choice(["table", "json", "csv"])
+# --format of each command: what it lists is what it accepts (any case). run's and report's are
+# pipeline.TABLE_FORMATS + REPORT_FORMATS (= a sweep's report.formats) and REPORT_FORMATS, repeated
+# as literals so `llmsweep --help` imports nothing heavy (tests/test_cli.py checks they agree)
+RUN_FORMATS = ("csv", "parquet", "xlsx", "html", "md")
+REPORT_FORMATS = ("html", "md")
+FORMATS = click.Choice(["table", "json", "csv"], case_sensitive=False)
+DIFF_FORMATS = click.Choice(["md", "html", "csv"], case_sensitive=False)
 # the ranges of llmsweep.limits, repeated as literals so `llmsweep --help` imports nothing heavy
 MAX_TOKENS, MAX_BATCH, MAX_PARALLEL, MAX_DRAFT_TOKENS = 10_000_000, 1_000_000, 1024, 16
 
@@ -334,9 +340,6 @@ def _progress(quiet: bool):
     return ProgressBar(sys.stderr)
 
 
-FORMAT_LIST = "csv,parquet,xlsx,html,md"
-
-
 def _template_dir(ctx, param, value):
     """A folder (not /dev/null or a file) whose templates are regular files of a sane size."""
     if value is None:
@@ -362,22 +365,29 @@ TEMPLATE_DIR = click.option(
 )
 
 
-def _formats(value: str | None) -> list[str] | None:
+def _formats(value: str | None, choices: tuple[str, ...] = RUN_FORMATS) -> list[str] | None:
+    """A comma-separated --format: each item one of `choices` (any case), each once, in order."""
     if value is None:
         return None
-    items = [v.strip().lower() for v in value.split(",") if v.strip()]
-    bad = [v for v in items if v not in FORMAT_LIST.split(",")]
+    items = list(dict.fromkeys(v.strip().lower() for v in value.split(",") if v.strip()))
+    bad = [v for v in items if v not in choices]
     if bad or not items:
-        hints = [h for b in bad for h in did_you_mean(b, FORMAT_LIST.split(","), n=1)]
+        hints = [h for b in bad for h in did_you_mean(b, choices, n=1)]
         meant = f" (did you mean {', '.join(hints)}?)" if hints else ""
-        raise click.BadParameter(f"{','.join(bad) or value!r}{meant}: choose from {FORMAT_LIST}", param_hint="--format")
+        elsewhere = [b for b in bad if b in RUN_FORMATS]  # report: tables are run's to write
+        where = f"; `llmsweep run` writes {' and '.join(elsewhere)}" if elsewhere else ""
+        raise click.BadParameter(
+            f"{','.join(bad) or value!r}{meant}: choose from {','.join(choices)}{where}", param_hint="--format"
+        )
     return items
 
 
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=True, path_type=str))
 @click.option("-o", "--out", "out_root", default="out", show_default=True, help="Folder that receives <name>/.")
-@click.option("--format", "fmt", default=None, help=f"Comma-separated subset of {FORMAT_LIST} (default: the sweep's).")
+@click.option(
+    "--format", "fmt", default=None, help=f"Comma-separated subset of {','.join(RUN_FORMATS)} (default: the sweep's)."
+)
 @click.option("--profile", default=None, help="Override the sweep's efficiency profile (name or file).")
 @click.option(
     "--max-rows",
@@ -444,7 +454,13 @@ def validate(sweep, max_rows):
 
 @main.command()
 @click.argument("estimates", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--format", "fmt", default="html,md", show_default=True, help="html, md or both.")
+@click.option(
+    "--format",
+    "fmt",
+    default=",".join(REPORT_FORMATS),
+    show_default=True,
+    help=f"Comma-separated subset of {','.join(REPORT_FORMATS)}.",
+)
 @TEMPLATE_DIR
 @_errors_to_exit
 def report(estimates, fmt, template_dir):
@@ -460,13 +476,9 @@ def report(estimates, fmt, template_dir):
       llmsweep report out/example/estimates.parquet
       llmsweep report out/example/estimates.parquet --format md --template-dir my-templates/
     """
-    from llmsweep.pipeline import REPORT_FORMATS, rerender
+    from llmsweep.pipeline import rerender
 
-    formats = _formats(fmt) or []
-    bad = [f for f in formats if f not in REPORT_FORMATS]
-    if bad:
-        raise click.BadParameter(f"{','.join(bad)}: `report` writes html and md", param_hint="--format")
-    for path in rerender(estimates, formats, template_dir):
+    for path in rerender(estimates, _formats(fmt, REPORT_FORMATS), template_dir):
         _say(path)
 
 
@@ -545,7 +557,7 @@ def publish(runs, site_dir):
 @main.command()
 @click.argument("old_run", type=click.Path(path_type=str))
 @click.argument("new_run", type=click.Path(path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=DIFF_FORMATS, default="md", show_default=True)
 @click.option(
     "-o", "--out", "out_file", default=None, help="Write to this file (new, or one diff wrote) instead of printing."
 )

@@ -401,7 +401,7 @@ class GridParts:
         (a disaggregated option: a decode option x a prefill option x a worker pair). Exclusion rules
         that name a batch do not apply (an option's batch is chosen later)."""
         keep = keep_filter([r for r in self.exclude if "batch" not in r], self.contexts)
-        parts = [self._filter(f, keep) for _, f in self._options(self.layouts)]
+        parts = [f if keep is None else f.filter(keep) for _, f in self._options(self.layouts)]
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
 
     def _options(self, layouts: pl.LazyFrame) -> list[tuple[bool, pl.LazyFrame]]:

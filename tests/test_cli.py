@@ -393,6 +393,46 @@ def test_a_misspelt_run_format_names_the_one_meant():
     assert "'xlxs' (did you mean xlsx?): choose from csv,parquet,xlsx,html,md" in r.output, r.output
 
 
+def test_report_format_lists_what_it_accepts():
+    # --help listed "html, md or both" while a misspelling was told to "choose from csv,parquet,xlsx,html,md",
+    # each of which but html and md it then refused
+    r = invoke("report", "--help")
+    assert "Comma-separated subset of html,md." in " ".join(r.output.split()), r.output
+    estimates = "/nonexistent-never-read/estimates.parquet"
+    r = invoke("report", estimates, "--format", "htm")
+    assert r.exit_code == 2
+    assert "Invalid value for --format: 'htm' (did you mean html?): choose from html,md\n" in r.output, r.output
+    r = invoke("report", estimates, "--format", "md,csv,parquet")
+    assert r.exit_code == 2
+    assert (
+        "Invalid value for --format: 'csv,parquet': choose from html,md; `llmsweep run` writes csv and parquet\n"
+        in r.output
+    ), r.output
+
+
+def test_format_lists_are_the_pipelines():
+    # the CLI repeats them as literals (so --help imports nothing heavy): they must not drift apart
+    from llmsweep import cli, pipeline, spec
+
+    assert cli.RUN_FORMATS == pipeline.TABLE_FORMATS + pipeline.REPORT_FORMATS
+    assert sorted(cli.RUN_FORMATS) == sorted(spec.FORMATS)
+    assert cli.REPORT_FORMATS == pipeline.REPORT_FORMATS
+
+
+@pytest.mark.parametrize(("command", "fmt"), [("gpus", "JSON"), ("models", "Csv"), ("precisions", "TABLE")])
+def test_format_choices_take_any_case_as_run_and_report_do(command, fmt):
+    # run --format CSV worked; gpus --format JSON was a usage error
+    r = invoke(command, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    assert r.output == invoke(command, "--format", fmt.lower()).output
+
+
+def test_diff_format_takes_any_case(tmp_path):
+    # the format is accepted; what is wrong is the runs (a usage error before: exit 2)
+    r = invoke("diff", str(tmp_path / "old"), str(tmp_path / "new"), "--format", "HTML")
+    assert r.exit_code == 1 and "Invalid value for '--format'" not in r.output, r.output
+
+
 def test_a_context_beyond_the_models_says_the_numbers():
     r = invoke("estimate", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--input-tokens", "200000")
     assert r.exit_code == 0

@@ -347,3 +347,194 @@ def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path, where, text,
     path.write_text("name: t\n" + model + grid)
     r = CliRunner().invoke(main, ["validate", str(path)])
     assert r.exit_code == 1 and message in r.output, r.output
+
+
+# -- exclude rules (spec/exclude.py): each wrong value one true message, at its key path and line ----------------
+def exclude_sweep(tmp_path: Path, rules: str, axis: str = "  tp: [1, 2]") -> Path:
+    """A sweep on h100-sxm and l40s whose grid's line 5 is `axis` and whose rules start on line 7."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\ngrid:\n  gpu: [h100-sxm, l40s]\n  model: [llama-3.1-8b]\n{axis}\nexclude:\n{rules}\n")
+    return path
+
+
+def validate(path: Path):
+    return CliRunner().invoke(main, ["validate", str(path)])
+
+
+EMPTY_LIST = "an empty list matches no configuration, so this rule would never drop one: list the {} values to drop"
+EXCLUDE_ERRORS = {
+    # a grid without a `context` axis: a bad context was reported, then the rule, read without it, as
+    # one that "drops every one" (it drops nothing)
+    "context-zero-without-a-context-axis": (
+        "  - {context: 0}",
+        "  input_tokens: [1024]",
+        "7: exclude[0].context: expected a positive integer, got 0",
+    ),
+    "context-zero-beside-another-axis": (
+        "  - {context: 0, tp: 1}",
+        "  input_tokens: [1024]",
+        "7: exclude[0].context: expected a positive integer, got 0",
+    ),
+    "context-zero-in-a-list": (
+        "  - {context: [1280, 0]}",
+        "  output_tokens: [256]",
+        "7: exclude[0].context[1]: expected a positive integer, got 0",
+    ),
+    # an empty list matches nothing: the rule could never drop anything (it was accepted silently)
+    "empty-list": ("  - {gpu: []}", "  tp: [1, 2]", "7: exclude[0].gpu: " + EMPTY_LIST.format("gpu")),
+    "empty-list-beside-a-value": (
+        "  - {gpu: h100-sxm, tp: []}",
+        "  tp: [1, 2]",
+        "7: exclude[0].tp: " + EMPTY_LIST.format("tp"),
+    ),
+    "empty-list-in-block-style": (
+        "  - gpu: h100-sxm\n    batch: []",
+        "  batch: [1, 8]",
+        "8: exclude[0].batch: " + EMPTY_LIST.format("batch"),
+    ),
+    # a name of the wrong type was read as its Python text ('None', "['h100-sxm']" even resolved)
+    "gpu-null": ("  - {gpu: null}", "  tp: [1, 2]", "7: exclude[0].gpu: expected a GPU id or name, got None"),
+    "gpu-nested-list": (
+        "  - {gpu: [[h100-sxm]]}",
+        "  tp: [1, 2]",
+        "7: exclude[0].gpu[0]: expected a GPU id or name, got ['h100-sxm']",
+    ),
+    "model-number": ("  - {model: 8}", "  tp: [1, 2]", "7: exclude[0].model: expected a model id or name, got 8"),
+    "kv-precision-bool": (
+        "  - {kv_precision: true}",
+        "  tp: [1, 2]",
+        "7: exclude[0].kv_precision: expected a precision name or auto, got True",
+    ),
+    # null is not the method none (the rule dropped every row)
+    "speculative-null": (
+        "  - {speculative: null}",
+        "  tp: [1, 2]",
+        "7: exclude[0].speculative: unknown method None (none, mtp, eagle, draft)",
+    ),
+    # a value twice, as the grid says of its own axes
+    "repeated-gpu": (
+        "  - {gpu: [h100-sxm, H100 SXM]}",
+        "  tp: [1, 2]",
+        "7: exclude[0].gpu[1]: 'H100 SXM' repeats exclude[0].gpu[0] (both are h100-sxm)",
+    ),
+    "repeated-tp": ("  - {tp: [2, 2]}", "  tp: [1, 2]", "7: exclude[0].tp[1]: 2 repeats exclude[0].tp[0]"),
+    # a key that is not text was at 'exclude[0].None.[key]' (or lost: 'exclude[0].[key]')
+    "null-key": ("  - {null: 1}", "  tp: [1, 2]", "7: exclude[0].null: Keys should be strings (got None)"),
+    "number-key": ("  - gpu: l40s\n    2: 1", "  tp: [1, 2]", "8: exclude[0].2: Keys should be strings (got 2)"),
+    # engine auto is vLLM on both GPUs: validate said "OK: 0 configurations" and run refused the sweep
+    "engine-of-auto-drops-every-row": (
+        "  - {engine: vllm}",
+        "  tp: [1, 2]",
+        "7: exclude[0]: the exclusion rules leave no configuration to estimate (this rule drops every one)",
+    ),
+}
+
+
+@pytest.mark.parametrize(("rules", "axis", "message"), EXCLUDE_ERRORS.values(), ids=list(EXCLUDE_ERRORS))
+def test_exclude_errors(tmp_path, rules, axis, message):
+    path = exclude_sweep(tmp_path, rules, axis)
+    out = check_rejected(["validate", str(path)], tmp_path / "none", f"{path}:{message}")
+    assert out.splitlines() == [f"Error: 1 problem in {path}:", f"  {path}:{message}"], out
+
+
+def test_exclude_rules_that_leave_nothing_together_through_engine_auto(tmp_path):
+    # auto is vLLM on h100-sxm and llama.cpp on rtx-4090: the two rules drop every row (validate said
+    # "OK: 0 configurations", and run refused the sweep)
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ngrid:\n  gpu: [h100-sxm, rtx-4090]\n  model: [llama-3.1-8b]\nexclude:\n"
+        "  - {engine: vllm}\n  - {gpu: rtx-4090}\n"
+    )
+    out = check_rejected(["validate", str(path)], tmp_path / "none", "")
+    assert out.splitlines() == [
+        f"Error: 1 problem in {path}:",
+        f"  {path}:5: exclude: the exclusion rules leave no configuration to estimate (together, the 2 rules drop "
+        "every one)",
+    ], out
+
+
+def test_a_context_rule_on_a_grid_of_input_tokens_matches_input_plus_output(tmp_path):
+    # the grid's contexts are 1,024 + 256 = 1,280: a rule on 2,048 drops nothing (it was refused as one
+    # that "drops every one"), and says so; a rule on 1,280 drops every row
+    path = exclude_sweep(tmp_path, "  - {context: 2048}", "  input_tokens: [1024]")
+    r = validate(path)
+    assert r.exit_code == 0 and r.stdout == "OK: 2 configurations\n", r.output
+    assert r.stderr == (
+        f"note: {path}:7: exclude[0].context: 2048 is not among the grid's context values (1280), so it matches no "
+        "configuration\n"
+    )
+    path = exclude_sweep(tmp_path, "  - {context: 1280}", "  input_tokens: [1024]")
+    r = validate(path)
+    assert r.exit_code == 1
+    assert f"{path}:7: exclude[0]: the exclusion rules leave no configuration to estimate" in r.output, r.output
+
+
+def test_a_batch_rule_reads_max_as_the_grid_does(tmp_path):
+    # the grid takes MAX for max; the rule refused it ("expected a positive integer or max, got 'MAX'")
+    r = validate(exclude_sweep(tmp_path, "  - {gpu: l40s, batch: MAX}", "  batch: [1, max]"))
+    assert r.exit_code == 0 and r.output == "OK: 3 configurations (4 before exclusions)\n", r.output
+
+
+EXCLUDE_NOTES = {
+    # a value the grid does not hold drops nothing: valid (a rule kept for a value taken off the grid),
+    # but likely a slip, so validate says so, with the line, the grid's values and a close name
+    "gpu-off-the-grid": (
+        "  - {gpu: h200-sxm}",
+        "OK: 4 configurations",
+        "7: exclude[0].gpu: h200-sxm is not among the grid's gpu values (h100-sxm, l40s), so it matches no "
+        "configuration; did you mean 'h100-sxm'?",
+    ),
+    "tp-off-the-grid-in-a-list": (
+        "  - {gpu: l40s, tp: [2, 16]}",
+        "OK: 3 configurations (4 before exclusions)",
+        "7: exclude[0].tp[1]: 16 is not among the grid's tp values (1, 2), so it matches no configuration",
+    ),
+    "engine-auto-resolves": (
+        "  - {engine: sglang}",
+        "OK: 4 configurations",
+        "7: exclude[0].engine: sglang is not among the grid's engine values (vllm), so it matches no configuration",
+    ),
+    "pools-without-disaggregation": (
+        "  - {prefill_workers: 2}",
+        "OK: 4 configurations",
+        "7: exclude[0].prefill_workers: 2 matches no configuration: prefill_workers is a disaggregated pool's, and "
+        "the grid has none",
+    ),
+}
+
+
+@pytest.mark.parametrize(("rules", "stdout", "note"), EXCLUDE_NOTES.values(), ids=list(EXCLUDE_NOTES))
+def test_exclude_values_that_match_nothing_are_noted(tmp_path, rules, stdout, note):
+    path = exclude_sweep(tmp_path, rules)
+    r = validate(path)
+    assert r.exit_code == 0 and r.stdout == stdout + "\n", r.output
+    assert r.stderr == f"note: {path}:{note}\n"
+
+
+def test_an_exclude_rule_whose_values_never_meet_is_noted(tmp_path):
+    # each value is the grid's, but no row holds both: l40s runs vLLM (auto), not llama.cpp
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ngrid:\n  gpu: [l40s, rtx-4090]\n  model: [llama-3.1-8b]\n"
+        "exclude:\n  - {gpu: l40s, engine: llama.cpp}\n"
+    )
+    r = validate(path)
+    assert r.exit_code == 0 and r.stdout == "OK: 2 configurations\n", r.output
+    assert r.stderr == (
+        f"note: {path}:6: exclude[0]: no configuration of the grid has all of this rule's values together, so it "
+        "drops nothing (gpu: l40s, engine: llama.cpp)\n"
+    )
+
+
+def test_a_key_that_is_not_text_is_named_as_written_on_its_line(tmp_path):
+    # pydantic's location was costs.[key] (the 5 lost) and costs.None.[key]
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ngrid:\n  gpu: [h100-sxm]\n  model: [llama-3.1-8b]\ncosts:\n  ~: {rent: 1}\n  5: {rent: 2}\n"
+    )
+    out = check_rejected(["validate", str(path)], tmp_path / "none", "")
+    assert out.splitlines() == [
+        f"Error: 2 problems in {path}:",
+        f"  {path}:6: costs.~: Keys should be strings (got None)",
+        f"  {path}:7: costs.5: Keys should be strings (got 5)",
+    ], out

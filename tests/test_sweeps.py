@@ -108,6 +108,21 @@ def test_context_axis(tmp_path):
     assert set(frame["context_tokens"]) == {2048, 8192}
 
 
+def test_rules_that_all_name_a_batch_leave_the_options_whole(tmp_path):
+    """The plan's options come before any batch, so rules naming one do not apply to them; when every rule
+    named a batch, the options fell back to all the rules and filtered a frame with no batch column (a
+    polars traceback from `run`)."""
+    data = {
+        "name": "b",
+        "grid": {"gpu": ["h100-sxm"], "model": ["llama-3.1-8b"], "batch": [1, 8]},
+        "exclude": [{"batch": 1}],
+    }
+    pipeline.run(write_sweep(tmp_path, data), tmp_path / "out", formats=["csv"])
+    estimates = pl.read_csv(tmp_path / "out" / "b" / "estimates.csv")
+    assert estimates["batch"].to_list() == [8]
+    assert pl.read_csv(tmp_path / "out" / "b" / "options.csv").height == 1
+
+
 def test_infeasible_combinations_stay_as_rows(tmp_path):
     path = write_sweep(tmp_path, {"name": "i", "grid": {"gpu": ["l4"], "model": ["llama-3.1-70b"], "tp": [1, 3]}})
     frame = rows_of(path)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.errors import LlmsweepError, Problem, SpecError, suggestion_budget
 from llmsweep.grid import Axes
-from llmsweep.spec.exclude import _check_exclusions_leave_rows, _exclusion
+from llmsweep.spec.exclude import resolve_exclusions
 from llmsweep.spec.models import SweepSpec
 from llmsweep.spec.problems import _dedupe, _precheck_names, _pydantic_problems
 from llmsweep.spec.resolve import _check_costs, _check_rank_by, _check_workload_lengths, _Resolver
@@ -113,10 +113,10 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
         **serving,
         named_precision=dict(r.named_precision),
     )
+    grid_ok = not r.problems  # every axis value resolved: the exclusion rules can be checked against them
     _check_workload_lengths(r, spec, inputs, outputs)
-    exclude = tuple(_exclusion(r, i, rule) for i, rule in enumerate(spec.exclude))
+    exclude = resolve_exclusions(r, spec.exclude, axes, contexts, grid_ok)
     check_speculation(r, axes, exclude, speculation_paths)
-    _check_exclusions_leave_rows(r, exclude, axes, contexts)
     _check_costs(r, spec)
     profile_name = profile or spec.profile
     prof = None

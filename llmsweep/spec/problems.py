@@ -9,6 +9,7 @@ import math
 import re
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from llmsweep.catalog import load_catalog
@@ -22,7 +23,11 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
     by_loc: dict[KeyPath, list[str]] = {}
     got: dict[KeyPath, str] = {}
     for err in e.errors():
-        loc: KeyPath = _written(doc.data, tuple(p for p in err["loc"] if not _is_union_tag(p)), prefix)
+        raw = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        if raw[-1:] == ("[key]",):  # a mapping key that is not text (`5: ...`, `null: ...`): at that key
+            raw = raw[:-1]
+            err = {**err, "msg": "Keys should be strings"}
+        loc: KeyPath = _written(doc, raw, prefix)
         if err["type"] == "extra_forbidden":
             key = str(loc[-1])
             known = _fields_at(model, loc[:-1])
@@ -40,14 +45,20 @@ def _pydantic_problems(doc: YamlDoc, e: ValidationError, model: type[BaseModel],
     return [doc.problem((*prefix, *loc), " or ".join(msgs) + got.get(loc, "")) for loc, msgs in by_loc.items()]
 
 
-def _written(data: Any, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
+def _written(doc: YamlDoc, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
     """`loc` as the file wrote it: a list index pydantic added to a single value that stands for a
-    list of one (a GPU's one price offer, an axis of one value) is dropped."""
-    node: Any = data
+    list of one (a GPU's one price offer, an axis of one value) is dropped; a mapping key that is
+    not text (5, null) is given as written."""
+    node: Any = doc.data
     for part in prefix:
         node = node.get(part) if isinstance(node, dict) else None
     out: list = []
     for part in loc:
+        key = _non_text_key(node, part)
+        if key is not _NO_KEY:
+            out.append(_spelling(doc, (*prefix, *out), key))
+            node = node.get(key)
+            continue
         if isinstance(part, int) and not isinstance(node, list):
             continue
         out.append(part)
@@ -58,6 +69,32 @@ def _written(data: Any, loc: KeyPath, prefix: KeyPath = ()) -> KeyPath:
         else:
             node = None
     return tuple(out)
+
+
+_NO_KEY = object()
+
+
+def _non_text_key(node: Any, part: str | int) -> Any:
+    """The key of mapping `node` that is not text and that pydantic's location `part` stands for
+    (it gives null as 'None'), else _NO_KEY."""
+    if isinstance(node, dict):
+        for key in node:
+            if not isinstance(key, str) and (key == part if isinstance(part, int) else str(key) == part):
+                return key
+    return _NO_KEY
+
+
+def _spelling(doc: YamlDoc, parent: KeyPath, key: Any) -> str:
+    """How the file wrote a key that is not text (null, ~, 5, true): its line is recorded under that."""
+    for path in doc.lines:
+        if len(path) == len(parent) + 1 and path[:-1] == parent and isinstance(path[-1], str):
+            try:
+                same = yaml.safe_load(path[-1]) == key and type(yaml.safe_load(path[-1])) is type(key)
+            except yaml.YAMLError:
+                same = False
+            if same:
+                return path[-1]
+    return str(key)
 
 
 _UNION_TAG = re.compile(r"^(int|str|float|bool|none|constrained-\w+|[a-z_-]+\[.*\])$")
