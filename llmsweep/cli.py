@@ -427,7 +427,7 @@ def run(sweep, out_root, fmt, profile, max_rows, quiet, template_dir):
     for f in result.files:
         _say(f)
     if not quiet:
-        click.echo(f"{result.rows:,} configurations", err=True)
+        click.echo(f"{result.rows:,} configuration{'s' * (result.rows != 1)}", err=True)
 
 
 @main.command()

@@ -121,6 +121,8 @@ def test_rules_that_all_name_a_batch_leave_the_options_whole(tmp_path):
     estimates = pl.read_csv(tmp_path / "out" / "b" / "estimates.csv")
     assert estimates["batch"].to_list() == [8]
     assert pl.read_csv(tmp_path / "out" / "b" / "options.csv").height == 1
+    run = CliRunner().invoke(main, ["run", str(tmp_path / "s.yaml"), "-o", str(tmp_path / "again")])
+    assert run.exit_code == 0 and run.stderr.endswith("\n1 configuration\n"), run.output  # one: not "1 configurations"
 
 
 def test_infeasible_combinations_stay_as_rows(tmp_path):
