@@ -427,8 +427,10 @@ def split_per_million() -> dict[str, pl.Expr]:
     }
 
 
-def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
-    """options.csv: `option_rows` in human units and headers (columns.OPTION_COLUMNS)."""
+def options_table(plan_frame: pl.DataFrame, column: str, higher: bool, rounded: bool = True) -> pl.DataFrame:
+    """options.csv: `option_rows` in human units and headers (columns.OPTION_COLUMNS), each number
+    rounded as a person reads it; unrounded (`rounded` False) for a spreadsheet, whose number formats
+    show it so while its cells keep every digit for the sums finance makes of them."""
     from llmsweep.columns import OPTION_COLUMNS
 
     rows = option_rows(plan_frame, column, higher)
@@ -442,6 +444,8 @@ def options_table(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.Dat
             expr = pl.lit(None, dtype=pl.Float64)
         out.append(expr.alias(col.header))
     frame = rows.select(out) if rows.height else pl.DataFrame({c.header: [] for c in OPTION_COLUMNS})
+    if not rounded:
+        return frame
     units = {col.header: col.unit for col in OPTION_COLUMNS}
     return frame.with_columns(_rounded(n, units[n]) for n, t in frame.schema.items() if t == pl.Float64)
 

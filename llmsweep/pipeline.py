@@ -226,7 +226,11 @@ def run(
             tables.remove("xlsx")
         elif "xlsx" in tables:
             say("writing estimates.xlsx", 0.85)
-            sheets = {"options": option_table, "plan": opts}
+            # the options sheet keeps every digit (its number formats round what it shows)
+            sheets = {
+                "options": options_table(opts, the_plan.rank_by, higher_is_better(the_plan.rank_by), False),
+                "plan": opts,
+            }
             if "estimates" in too_long and formats is None:  # finance still gets the answer, without the grid
                 notes.append(
                     f"estimates.xlsx has no estimates sheet: {rows:,} rows, more than the {XLSX_MAX_ROWS:,}-row "

@@ -48,6 +48,19 @@ def test_columns_are_as_wide_as_what_they_show(book):
     assert width["Price source"] >= len("sweep: rented (1y-reserved)")
 
 
+def test_options_sheet_keeps_every_digit_under_its_number_format(book):
+    """options.csv rounds costs per token to 3 significant figures for reading; the sheet keeps the
+    full value (finance sums them) and rounds only what it shows, by the unit's number format."""
+    ws = book["options"]
+    headers = {cell.value: cell.column_letter for cell in ws[1]}
+    cells = [c for c in ws[headers["USD per M output tokens"]][2:] if c.value is not None]
+    assert cells and all(c.number_format == "$#,##0.0000" for c in cells)
+    # 3 significant figures would leave e.g. 0.389; the cells hold e.g. 0.38876...
+    assert any(float(f"{c.value:.3g}") != c.value for c in cells)
+    capex = [c.value for c in ws[headers["Capex (USD)"]][2:] if c.value]
+    assert capex and all(isinstance(v, int | float) for v in capex)
+
+
 def test_widths_by_hand():
     import polars as pl
 
