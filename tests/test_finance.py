@@ -430,6 +430,10 @@ def test_procurement_report_first_table_lists_every_priced_option(procurement):
     html = (procurement / "report.html").read_text()
     assert html.index('class="options"') < html.index('class="recs"')  # the first table of each model
     check_golden("procurement-first-table.md", tables)
+    # the plan sizes for random arrivals: a reader running a fixed-client load test is told it will differ
+    loops = "its requests arriving at random (an open loop, as from many independent users); a load test that "
+    for text in (md, html):
+        assert loops + "keeps a fixed number of clients busy (a closed loop) sends its requests in step" in text
 
 
 LAYOUT_PROBE = """<script>window.addEventListener('load', function () {
