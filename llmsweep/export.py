@@ -44,6 +44,7 @@ _XLSX_FORMATS = {
     "tokens": "#,##0",
     "years": "0.##",
     "requests/s": "#,##0.00",
+    "requests": "#,##0.0",
     "tokens/J": "#,##0.00",
     "tokens/s/kW": "#,##0.0",
     "kWh/M tokens": "#,##0.000",

@@ -475,4 +475,5 @@ OPTION_DIGITS = {
     "years": 2,
     "fraction": 3,
     "requests/s": 3,
+    "requests": 1,
 }

@@ -61,6 +61,14 @@ def test_options_sheet_keeps_every_digit_under_its_number_format(book):
     assert capex and all(isinstance(v, int | float) for v in capex)
 
 
+def test_every_number_of_the_options_sheet_has_a_format(book):
+    """No column shows a float's every digit (Concurrency did: 105.628114444 requests in flight)."""
+    ws = book["options"]
+    for column in ws.iter_cols(min_row=3):
+        floats = [c for c in column if isinstance(c.value, float) and c.value != int(c.value)]
+        assert all(c.number_format != "General" for c in floats), (ws.cell(1, column[0].column).value, floats[0].value)
+
+
 def test_widths_by_hand():
     import polars as pl
 
