@@ -73,21 +73,48 @@ def traffic_text(workload: dict | None) -> str:
     return text + (f" (peak × {peak:g})" if peak and peak != 1 else "")
 
 
+def _count(v: float) -> str:
+    """A number of users (users x peak_factor may have a fraction): 300, 1,250, 301.5."""
+    return f"{v:,.1f}".removesuffix(".0")
+
+
+def users_rate_text(o: dict, workload: dict | None) -> str:
+    """For a workload of users, the rate option `o` is sized for, with its arithmetic: 'sized for λ =
+    300 users ÷ (5 s + 16.9 s) = 13.7 requests/s at the peak, 232 of them in flight'; '' otherwise."""
+    if not workload or workload.get("users") is None:
+        return ""
+    rate, latency = o.get("peak_requests_per_s"), o.get("request_latency_s")
+    if _missing(rate) or _missing(latency):
+        return ""
+    users = workload["users"] * (workload.get("peak_factor") or 1.0)
+    flight = rate * latency
+    shown = f"{flight:,.0f}" if flight >= 100 else f"{flight:.3g}"
+    return (
+        f"sized for λ = {_count(users)} user{'' if users == 1 else 's'} ÷ ({workload['think_time_s']:g} s + "
+        f"{latency:,.3g} s) = {rate:,.3g} requests/s at the peak, {shown} of them in flight"
+    )
+
+
 def traffic_statement(workload: dict | None, defaults: dict) -> str:
     """The traffic the plan sizes for, in words, with the arithmetic: the request rate (from users and
-    their think time: λ = users / think time), the peak, the headroom and the spare replicas, saying
-    which of them are the defaults. '' without a workload."""
+    their think time: λ = users / (think time + R), R each option's request latency, users_rate_text),
+    the peak, the headroom and the spare replicas, saying which of them are the defaults. '' without a
+    workload."""
     if not workload:
         return ""
     w = {**defaults, **{k: v for k, v in workload.items() if v is not None}}
     if w.get("users") is not None:
-        rate = w["users"] / w["think_time_s"]
+        peak = w.get("peak_factor", 1.0)
+        users = f"{w['users']:,}" if peak == 1 else f"{w['users']:,} × {peak:g} = {_count(w['users'] * peak)}"
         text = (
             f"{w['users']:,} concurrent users, each thinking {w['think_time_s']:g} s between an answer and the next "
-            f"question: λ = users ÷ think time = {w['users']:,} ÷ {w['think_time_s']:g} s = {rate:,.3g} requests/s on "
-            "average (a user who also waits R seconds for each answer sends one request every think time + R, so "
-            "users ÷ (think time + R) is the real rate; R is left out, which sizes for at least that)"
+            f"question and waiting R seconds for each answer, so each sends one request every think time + R; at "
+            f"the peak, {users} users send λ = users ÷ (think time + R) = {_count(w['users'] * peak)} ÷ "
+            f"({w['think_time_s']:g} s + R) requests/s, sized for each option with R its request latency at the "
+            "operating point its fleet runs at (so never more requests in flight, λ × R, than users; each model's "
+            "answer gives R and λ for its recommendation)"
         )
+        rate = None
     elif w.get("requests_per_s") is not None:
         rate = w["requests_per_s"]
         text = f"{rate:,.3g} requests/s on average"
@@ -97,7 +124,7 @@ def traffic_statement(workload: dict | None, defaults: dict) -> str:
     peak = w.get("peak_factor", 1.0)
     if rate is not None:
         text += f"; peak × {peak:g} = {rate * peak:,.3g} requests/s"
-    else:
+    elif w.get("users") is None:
         text += f"; peak × {peak:g}"
     text += f"; {w.get('headroom', 0.2):.0%} headroom on top"
     given = "redundancy" in workload
@@ -176,18 +203,20 @@ def answer(
         miss = f", it misses by {closest['slo_miss']}" if closest.get("slo_miss") else ""
         return f"{head}: no option meets the targets; the closest is {_fleet(closest)}{miss}."
     best = ranked[0]
+    sized = users_rate_text(best, workload)
+    sized = f" ({sized})" if sized else ""
     if best.get("tco_usd_per_month") is None:  # no prices: the fastest per GPU (or per user)
         speed = best.get("decode_tokens_per_s_per_seq")
         per_gpu = best.get("output_tokens_per_s_per_gpu")
         return (
             f"{head}: {_fleet(best)} ({best['precision']}, {f_layout(best)}), {speed:,.1f} tokens/s per user, "
-            f"{per_gpu:,.0f} tokens/s per GPU."
+            f"{per_gpu:,.0f} tokens/s per GPU{sized}."
         )
     horizon = f"{horizon_years:g} year{'s' if horizon_years != 1 else ''}"
     if fleets:
         text = (
             f"{head}: {_fleet(best)} {_how(best)}, {money(best['tco_usd_per_month'])} a month, "
-            f"{money(best['tco_usd'])} over {horizon}"
+            f"{money(best['tco_usd'])} over {horizon}{sized}"
         )
     else:  # the month on the per-token figure's basis: the replica's GPUs at their hourly cost
         # (a bought GPU's share of its server and rack), not the whole servers a fleet would buy

@@ -132,7 +132,10 @@ TRAFFIC_STEPS = [0.25 * k for k in range(1, 13)]  # x 0.25 to x 3 the sweep's pe
 def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model, each GPU's best option (rank order, the first 6): GPUs needed at 0.25 to 3 times the
     sweep's peak requests/s, (ceil(peak x (1 + headroom) / capacity per replica) + redundancy) x GPUs
-    per replica, the same sizing as the plan's."""
+    per replica, the same sizing as the plan's. With a workload of users the traffic is their number:
+    the same users send each option its own rate (a slower one, fewer requests), so `peak` is the peak
+    users x the factor and each option's rate its own x the factor (its latency taken as it is at the
+    sweep's peak)."""
     rows = _plan(options)
     if rows.height == 0 or rows["peak_requests_per_s"].is_null().all():
         return pl.DataFrame()
@@ -144,17 +147,28 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
     )
     rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
     steps = pl.DataFrame({"factor": TRAFFIC_STEPS})
-    out = rows.join(steps, how="cross").with_columns(peak=pl.col("peak_requests_per_s") * pl.col("factor"))
+    traffic = pl.coalesce("peak_users", "peak_requests_per_s") if "peak_users" in rows.columns else None
+    traffic = pl.col("peak_requests_per_s") if traffic is None else traffic
+    out = rows.join(steps, how="cross").with_columns(
+        peak=traffic * pl.col("factor"), _rate=pl.col("peak_requests_per_s") * pl.col("factor")
+    )
     out = out.with_columns(
         gpus_at=(
-            (pl.col("peak") * (1 + pl.col("headroom")) / pl.col("capacity_requests_per_s")).ceil()
+            (pl.col("_rate") * (1 + pl.col("headroom")) / pl.col("capacity_requests_per_s")).ceil()
             + pl.col("redundancy")
         )
         * pl.col("gpus"),
         option=option_label(out),
-        sweep_peak=pl.col("peak_requests_per_s"),
+        sweep_peak=traffic,
+        traffic=pl.lit(
+            "peak users"
+            if "peak_users" in rows.columns and rows["peak_users"].is_not_null().any()
+            else "peak requests/s"
+        ),
     )
-    return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak").sort(["model", "_n", "peak"])
+    return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak", "traffic").sort(
+        ["model", "_n", "peak"]
+    )
 
 
 def gpus_traffic_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
@@ -162,7 +176,7 @@ def gpus_traffic_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
         alt.Chart()
         .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=30))
         .encode(
-            x=alt.X("peak:Q", title="peak requests/s"),
+            x=alt.X("peak:Q", title=data["traffic"][0] if data.height else "peak requests/s"),
             y=alt.Y("gpus_at:Q", title="GPUs needed"),
             color=gpu_color(data),
             tooltip=["option:N", alt.Tooltip("peak:Q", format=",.1f"), "gpus_at:Q"],

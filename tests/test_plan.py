@@ -519,26 +519,20 @@ def test_energy_per_option_at_its_operating_point():
 
 
 def test_concurrent_users_become_requests_per_s():
-    """500 users, each thinking 30 s between an answer and the next question: λ = 500 / 30 = 16.667
-    requests/s (the interactive response time law gives N / (Z + R); R left out sizes on the safe side).
-    Peak x 2 = 33.333; a replica serving 750 / 250 = 3 requests/s: replicas = ceil(33.333 / 3 x 1.2) =
-    ceil(13.333) = 14 (no spare: redundancy 0 is the default)."""
-    from llmsweep.answer import traffic_statement
-    from llmsweep.report import workload_defaults
-
+    """500 users, each thinking Z = 30 s between an answer and the next question, on a row whose own
+    request latency is R = 10.5 s: by the interactive response time law they send N / (Z + R) = 500 /
+    40.5 = 12.346 requests/s (not 500 / 30 = 16.667: that would keep 16.667 x 10.5 = 175 in flight
+    where X R = 500 x 10.5 / 40.5 = 129.6 are). Peak x 2: 1,000 users, 1,000 / 40.5 = 24.691
+    requests/s; a replica serving 750 / 250 = 3 requests/s: replicas = ceil(24.691 / 3 x 1.2) =
+    ceil(9.877) = 10 (no spare: redundancy 0 is the default), 20 GPUs; utilisation = average / fleet
+    capacity = 12.346 / (10 x 3) = 0.4115."""
     w = WorkloadSpec(users=500, think_time_s=30, peak_factor=2, headroom=0.2)
-    assert w.average_requests_per_s == pytest.approx(500 / 30)
-    assert pl.select(plan.peak_requests_per_s(w)).item() == pytest.approx(500 / 30 * 2)
+    assert w.average_requests_per_s is None  # it depends on each option's latency
+    assert pl.select(plan.peak_requests_per_s(w, pl.lit(10.5))).item() == pytest.approx(1000 / 40.5, rel=1e-12)
     row = plan.add_plan_columns(frame(output_tokens_per_s=750.0), inputs(workload=w)).collect().row(0, named=True)
-    assert row["replicas"] == 14 and row["gpus_needed"] == 28
-    assert row["utilization"] == pytest.approx((500 / 30) / (14 * 3))
-    assert traffic_statement({"users": 500, "think_time_s": 30, "peak_factor": 2}, workload_defaults()) == (
-        "Traffic: 500 concurrent users, each thinking 30 s between an answer and the next question: "
-        "λ = users ÷ think time = 500 ÷ 30 s = 16.7 requests/s on average (a user who also waits R seconds for "
-        "each answer sends one request every think time + R, so users ÷ (think time + R) is the real rate; R is "
-        "left out, which sizes for at least that); peak × 2 = 33.3 requests/s; 20% headroom on top; 0 spare "
-        "replicas (redundancy 0, the default: n+1 adds one)."
-    )
+    assert row["request_latency_s"] == 10.5
+    assert row["replicas"] == 10 and row["gpus_needed"] == 20
+    assert row["utilization"] == pytest.approx((500 / 40.5) / (10 * 3), rel=1e-12)
     with pytest.raises(ValueError, match="users and think_time_s go together"):
         WorkloadSpec(users=500)
     with pytest.raises(ValueError, match="give exactly one of requests_per_s, tokens_per_day or users"):

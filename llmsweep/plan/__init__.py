@@ -13,6 +13,7 @@ rank and recommend.
     prices.py       the offers as a table joined onto rows by GPU
     slo.py          meets_slo, slo_miss
     sizing.py       row-level cost and fleet columns (add_plan_columns), at_traffic, unsized
+    closed_loop.py  traffic from users who think between requests: their rate users / (think + latency)
     selection.py    options at the largest batch that meets the targets (slo_batch, listed_batch)
     xpyd.py         the xPyD search: each disaggregated option's prefill layout and worker counts
     ranking.py      rank, rank_column

@@ -7,6 +7,7 @@ import polars as pl
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.selection import options
+from llmsweep.spec import WorkloadSpec
 
 SENSITIVITY_STEP = 0.2
 
@@ -26,6 +27,20 @@ TRAFFIC_DEPENDENT = (
 )
 TRAFFIC_SHOWN = ("gpus_needed", "fleet_usd_per_month")  # what traffic moves, shown when the ranking metric is per token
 WANT_OFFER = "_want_offer"  # a pair row's offer: the re-estimated metrics are read for that offer only
+
+
+def moved_traffic(workload: WorkloadSpec | None, factor: float) -> WorkloadSpec | None:
+    """The workload with its traffic x `factor`: requests_per_s x factor, or users x factor (each
+    thinking as long; the plan solves their rate again, closed_loop.py). None without a workload or
+    with tokens_per_day (no traffic case)."""
+    if workload is None:
+        return None
+    if workload.users is not None:
+        return workload.model_copy(update={"users": workload.users * factor})
+    if workload.average_requests_per_s is None:
+        return None
+    rate = workload.average_requests_per_s * factor
+    return workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
 
 
 def reestimated(frame: pl.DataFrame) -> pl.DataFrame:
@@ -62,7 +77,7 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
     both and whether their order flips. Efficiencies are re-estimated (all pairs and cases in one
     frame); a price change scales the cost of the top option's offer exactly; traffic moves the
     fleet: a fleet-sized metric is re-planned, and for a per-token metric the rows show what traffic
-    does move (GPUs needed, fleet USD per month)."""
+    does move (GPUs needed, fleet USD per month): requests/s or users x (1 -/+ 20 %)."""
     from dataclasses import replace
 
     keys = list(pairs)
@@ -97,9 +112,8 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
                 same = runner_gpu == top_gpu and wanted[1] == wanted[0]
                 cases.append((f"price of {top_offer}", column, (top * factor, runner * factor if same else runner)))
-            if plan.workload is not None and plan.workload.average_requests_per_s is not None:
-                rate = plan.workload.average_requests_per_s * factor
-                load = plan.workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
+            load = moved_traffic(plan.workload, factor)
+            if load is not None:
                 moved_plan = replace(plan, workload=load)
                 for shown in (column,) if column in TRAFFIC_DEPENDENT else TRAFFIC_SHOWN:
                     moved = _metrics([pair], moved_plan, shown)

@@ -20,7 +20,6 @@ from llmsweep.plan.sizing import (
     _drop_private,
     add_plan_columns,
     at_traffic,
-    peak_requests_per_s,
     unsizable,
 )
 from llmsweep.plan.slo import meets_slo, slo_miss
@@ -116,9 +115,11 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
         miss = pl.when(unsizable()).then(text(UNSIZABLE)).otherwise(miss.cast(pl.String)).cast(pl.Categorical)
     out = _drop_private(out.lazy()).collect().with_columns(slo_miss=miss)
     slo, w = plan.slo, plan.workload
-    peak = peak_requests_per_s(w)
-    return out.with_columns(
-        peak_requests_per_s=peak if peak is not None else pl.lit(None, dtype=pl.Float64),
+    # the rate at_traffic sized each option for (with `users`, each option's own), after the others
+    peak = out["peak_requests_per_s"] if w is not None else pl.lit(None, dtype=pl.Float64)
+    return out.drop("peak_requests_per_s", strict=False).with_columns(
+        peak_requests_per_s=peak,
+        peak_users=pl.lit(w.users * w.peak_factor if w and w.users is not None else None, dtype=pl.Float64),
         headroom=pl.lit(w.headroom if w else None, dtype=pl.Float64),
         redundancy=pl.lit(plan.redundancy if w else None, dtype=pl.Int64),
         ttft_target_s=pl.lit(slo.ttft_s if slo else None, dtype=pl.Float64),

@@ -1,7 +1,8 @@
 """Row-level plan columns and fleet sizing: what each configuration costs per hour and per million
 tokens, and for a workload how many replicas, GPUs, servers and racks the traffic needs, with their
 capex, opex and TCO over the sweep's `horizon_years` (finance.fleet_columns); `at_traffic` sizes the
-options for the workload in an open loop.
+options for the workload in an open loop (traffic from `users` at their own rate there:
+closed_loop.py).
 """
 
 from __future__ import annotations
@@ -12,18 +13,24 @@ from llmsweep.columns import METRIC_GROUPS, c
 from llmsweep.estimate import modes
 from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import DEFAULT_POWER_UTILIZATION, FLEET_COLUMNS, FLEET_FIELDS, fleet_columns
+from llmsweep.plan import closed_loop
+from llmsweep.plan.closed_loop import users_rate
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.prices import price_table
 from llmsweep.plan.slo import meets_slo, slo_checks, within_targets
 from llmsweep.spec import WorkloadSpec
 
 
-def peak_requests_per_s(workload: WorkloadSpec | None) -> pl.Expr | None:
-    """Peak traffic in requests/s: requests_per_s (or users / think_time_s, or tokens_per_day / 86,400 /
-    the row's output tokens, so that every row serves the stated tokens whatever its lengths) x
-    peak_factor."""
+def peak_requests_per_s(workload: WorkloadSpec | None, latency: pl.Expr | None = None) -> pl.Expr | None:
+    """Peak traffic in requests/s: requests_per_s (or tokens_per_day / 86,400 / the row's output
+    tokens, so that every row serves the stated tokens whatever its lengths) x peak_factor; or for
+    `users`, what users x peak_factor users who think think_time_s (Z) send when each answer takes
+    `latency` (R, default the row's request_latency_s), N' / (Z + R) (plan/closed_loop.py; at_traffic
+    solves it at the latency the sized fleet runs at)."""
     if workload is None:
         return None
+    if workload.users is not None:
+        return users_rate(workload, c.request_latency_s if latency is None else latency)
     if workload.average_requests_per_s is not None:
         avg = pl.lit(workload.average_requests_per_s)
     else:
@@ -96,7 +103,8 @@ def _drop_private(frame: pl.LazyFrame) -> pl.LazyFrame:
 def add_plan_columns(
     frame: pl.LazyFrame, plan: PlanInputs, every_offer: bool = False, keep_offer_parts: bool = False
 ) -> pl.LazyFrame:
-    """Cost, SLO and capacity columns for every row (at the row's own batch). Each row is priced with
+    """Cost, SLO and capacity columns for every row (at the row's own batch: with `users`, sized for
+    N' / (Z + the row's request_latency_s), peak_requests_per_s). Each row is priced with
     its GPU's first offer, or (with `every_offer`) repeated once per offer. `keep_offer_parts` keeps
     the offer's private columns so that at_traffic can cost the fleet again."""
     done = (lambda f: f) if keep_offer_parts else _drop_private
@@ -225,12 +233,17 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     Poisson request rate at which the loaded figures still meet the targets (`capacity_requests_per_s`,
     load.max_rate); replicas = ceil(peak x (1 + headroom) / capacity) + redundancy; and the operating
     point shown (TTFT mean and percentiles, TPOT, latency, concurrency, tokens/s per user and per
-    replica) is the one at the share of the peak each replica then gets, peak / replicas. Cost per
-    million tokens is the replica's at capacity; utilisation is average traffic / fleet capacity.
+    replica) is the one at the share of the peak each replica then gets, peak / replicas. With
+    `users`, the peak is their own rate at that operating point, N' / (Z + R), with the fewest
+    replicas that carry it (closed_loop.solve), so that replicas x concurrency = peak x R <= N'
+    requests are in flight; the average traffic is the peak / peak_factor, N / (Z + R) at the peak's
+    R. Cost per million tokens is the replica's at capacity; utilisation is average traffic / fleet
+    capacity.
     Options with no such rate (not even a trickle meets the targets) keep their closed-loop figures
     and do not meet the SLO. A grid that lists its batches without `max` admits at most the largest of
     them per replica (`batch: [1]` serves one user at a time); `max_running_requests` keeps the
-    engine's own limit, which the reports show beside the grid's."""
+    engine's own limit, which the reports show beside the grid's. Adds `peak_requests_per_s`, the
+    rate each option is sized for."""
     w = plan.workload
     engine_limit = out["max_running_requests"]
     if plan.batches:  # a grid without `max` states the batches its engines may run: no more are admitted
@@ -241,10 +254,20 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
             .otherwise(per_rank)
         )
     cap = modes.max_rate(out, lambda _: within_targets(plan.slo), iterations=CAPACITY_BISECTIONS)
-    frame = out.with_columns(capacity_requests_per_s=cap, _peak=peak_requests_per_s(w)).with_columns(
-        _ok=c.fits & (c.capacity_requests_per_s > 0)
-    )
-    count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
+    frame = out.with_columns(capacity_requests_per_s=cap).with_columns(_ok=c.fits & (c.capacity_requests_per_s > 0))
+    if w.users is None:
+        frame = frame.with_columns(_peak=peak_requests_per_s(w))
+        count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
+    else:  # the users' own rate at the latency of the fleet sized for it (closed_loop.solve)
+        sizable = frame.select(pl.col("_ok").fill_null(False)).to_series()
+        solved = closed_loop.solve(frame.filter(sizable), w, plan.redundancy, MAX_REPLICAS)
+        at = {
+            name: pl.Series([None] * frame.height, dtype=pl.Float64).scatter(sizable.arg_true(), solved[name])
+            for name in solved.columns
+        }
+        # options with no capacity keep their closed-loop figures: the rate at their own latency
+        frame = frame.with_columns(_peak=pl.when(pl.col("_ok")).then(at["x"]).otherwise(peak_requests_per_s(w)))
+        count = pl.lit(at["replicas"])
     frame = frame.with_columns(_replicas=pl.when(pl.col("_ok") & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64))
     frame = frame.with_columns(_rate=pl.col("_peak") / pl.col("_replicas"))
     frame = frame.with_columns(**at_capacity(frame, plan))
@@ -304,6 +327,5 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
     )
     frame = unsized(fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect())
-    return frame.with_columns(**band_columns(), max_running_requests=engine_limit).drop(
-        "_peak", "_ok", "_replicas", "_rate"
-    )
+    frame = frame.drop("peak_requests_per_s", strict=False).rename({"_peak": "peak_requests_per_s"})
+    return frame.with_columns(**band_columns(), max_running_requests=engine_limit).drop("_ok", "_replicas", "_rate")

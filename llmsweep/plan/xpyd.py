@@ -14,13 +14,14 @@ option does, with every other decode option and every aggregated replica.
 
 Which is best. With a workload: the fewest fleet GPUs that meet the targets,
 (ceil(peak x (1 + headroom) / capacity) + redundancy) x gpus (capacity = modes.max_rate with the
-targets, as at_traffic sizes fleets). Every cost the plan ranks by (rent around the clock; every
-bought offer: GPUs, whole servers, racks, power) rises with fleet GPUs, so that pool is the cheapest
-for every offer of the GPU. Rent paid per hour used costs gpus / capacity instead, so then the pool
-with the fewest GPU-seconds per request is kept as well. Ties: the smaller replica, then fewer
-prefill workers, then fewer decode workers. Without a workload: the fewest GPUs per output token/s
-at the largest batch that meets the targets (a replica fully loaded; every candidate evaluated). A
-decode option where nothing meets the targets shows its smallest replica, with what it misses.
+targets, as at_traffic sizes fleets; with `users`, at the most they can send, N' / Z: search_rate).
+Every cost the plan ranks by (rent around the clock; every bought offer: GPUs, whole servers, racks,
+power) rises with fleet GPUs, so that pool is the cheapest for every offer of the GPU. Rent paid per
+hour used costs gpus / capacity instead, so then the pool with the fewest GPU-seconds per request is
+kept as well. Ties: the smaller replica, then fewer prefill workers, then fewer decode workers.
+Without a workload: the fewest GPUs per output token/s at the largest batch that meets the targets
+(a replica fully loaded; every candidate evaluated). A decode option where nothing meets the targets
+shows its smallest replica, with what it misses.
 
 Pruning, only of what is provably dominated (with a workload). `capacity_bound` is an upper bound
 U on a candidate's capacity from each pool alone (their coupling through TTFT left out, U = 0 when
@@ -46,7 +47,7 @@ from llmsweep.grid import PAIR_KEYS, Axes, GridParts, keep_filter
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.sizing import CAPACITY_BISECTIONS, MAX_REPLICAS, peak_requests_per_s
 from llmsweep.plan.slo import meets_slo, within_targets
-from llmsweep.spec import SloSpec
+from llmsweep.spec import SloSpec, WorkloadSpec
 
 SEARCH_WORKERS = tuple(range(1, 17))
 MAX_REPLICA_GPUS = 72  # one GB200 NVL72 rack: the largest scale-up domain a catalog GPU has
@@ -198,6 +199,13 @@ def capacity_bound(slo: SloSpec | None) -> pl.Expr:
     return pl.when(feasible & runnable()).then(bound).otherwise(0.0)
 
 
+def search_rate(workload: WorkloadSpec) -> pl.Expr:
+    """The peak requests/s the search sizes candidates for: the workload's; with `users`, N' / Z, the
+    most they can send (their wait for answers left out: it is each candidate's own, and the chosen
+    option's fleet is then sized at the users' rate at its latency, at_traffic)."""
+    return peak_requests_per_s(workload, latency=pl.lit(0.0))
+
+
 def _ordered(frame: pl.DataFrame, key: str) -> pl.DataFrame:
     """Best first: `key` (nulls last), then the smaller replica, then fewer prefill, then decode workers."""
     return frame.sort([key, "gpus", "prefill_workers", "decode_workers"], nulls_last=True)
@@ -219,7 +227,7 @@ def search(frame: pl.DataFrame, plan: PlanInputs) -> tuple[pl.DataFrame, SearchS
     is_pair = c.mode == DISAGGREGATED
     group = pl.col(_DECODE_ID) if _DECODE_ID in frame.columns else pl.struct(list(DECODE_OPTION)).rank("dense")
     w = plan.workload
-    bound = {"_U": capacity_bound(plan.slo), "_peak": peak_requests_per_s(w) * (1 + w.headroom)} if w else {}
+    bound = {"_U": capacity_bound(plan.slo), "_peak": search_rate(w) * (1 + w.headroom)} if w else {}
     keys = (
         wide.lazy()
         .filter(is_pair)
@@ -260,7 +268,7 @@ def _rows(wide: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
 def _fleet(rate: pl.Expr, plan: PlanInputs) -> pl.Expr:
     """Fleet GPUs at a capacity of `rate` requests/s per replica (null when it cannot be sized)."""
     w = plan.workload
-    count = (peak_requests_per_s(w) / rate * (1 + w.headroom)).ceil() + plan.redundancy
+    count = (search_rate(w) / rate * (1 + w.headroom)).ceil() + plan.redundancy
     return pl.when((rate > 0) & (count <= MAX_REPLICAS)).then(count * c.gpus)
 
 

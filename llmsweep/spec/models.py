@@ -124,15 +124,22 @@ class WorkloadSpec(_Strict):
     users: typed("batch") | None = lim(
         "batch",
         None,
-        description="Concurrent users (instead): each sends a request, reads the answer, thinks for think_time_s, "
-        "and sends the next; requests/s = users / think_time_s (a closed loop, sized on the safe side).",
+        description="Concurrent users (instead): each sends a request, waits R seconds for the answer, thinks for "
+        "think_time_s (Z) and sends the next (a closed loop), so they send users / (Z + R) requests/s and never have "
+        "more than users in flight; each option is sized at that rate with R its own request latency at the "
+        "operating point its fleet runs at (at the peak, users x peak_factor users).",
     )
     think_time_s: typed("seconds") | None = lim(
-        "seconds", None, description="With users: seconds a user spends between getting an answer and asking again."
+        "seconds",
+        None,
+        description="With users: seconds a user spends between getting an answer and asking again (Z in "
+        "users / (Z + R)).",
     )
     input_tokens: PositiveTokens | None = Field(None, description="Prompt length of a typical request.")
     output_tokens: PositiveTokens | None = Field(None, description="Output length of a typical request.")
-    peak_factor: typed("peak_factor") = lim("peak_factor", 1.0, description="Peak load / average load.")
+    peak_factor: typed("peak_factor") = lim(
+        "peak_factor", 1.0, description="Peak load / average load (with users: users at the peak / users on average)."
+    )
     headroom: typed("headroom") = lim("headroom", 0.2, description="Spare capacity on top of the peak (0.2 = 20 %).")
     redundancy: number("redundancy") | Annotated[str, Field(pattern=r"^n\+\d+$")] = Field(
         0, description="Spare replicas: 0, 1, ... or 'n+1'."
@@ -167,20 +174,17 @@ class WorkloadSpec(_Strict):
         if sum(v is not None for v in given) != 1:
             raise ValueError("give exactly one of requests_per_s, tokens_per_day or users (with think_time_s)")
         if (self.users is None) != (self.think_time_s is None):
-            raise ValueError("users and think_time_s go together: users / think_time_s is the request rate")
+            raise ValueError("users and think_time_s go together: each user thinks think_time_s between requests")
         return self
 
     @property
     def average_requests_per_s(self) -> float | None:
-        """The average request rate, when it does not depend on the grid's lengths: requests_per_s, or
-        users / think_time_s (a user who thinks Z seconds between answers and waits R for each sends one
-        request every Z + R seconds, so N users send N / (Z + R) requests/s (the interactive response
-        time law); R is not known before the plan, and leaving it out sizes for at least the real rate)."""
-        if self.requests_per_s is not None:
-            return self.requests_per_s
-        if self.users is not None and self.think_time_s is not None:
-            return self.users / self.think_time_s
-        return None
+        """The average request rate, when it depends on neither the grid's lengths nor the options:
+        requests_per_s. None for tokens_per_day (the rate depends on each row's output tokens) and for
+        users: a user who thinks Z seconds between answers and waits R for each sends one request every
+        Z + R seconds, so N users send N / (Z + R) requests/s (the interactive response time law), R
+        being each option's request latency at its operating point (plan/closed_loop.py)."""
+        return self.requests_per_s
 
 
 class SloSpec(_Strict):
