@@ -4,9 +4,16 @@ disaggregated replica should have for the traffic, chosen by the plan as it choo
 
 What is searched. A sweep with `mode: disaggregated` that gives no `prefill: {workers: ...}` (or no
 `decode: {workers: ...}`) leaves that count to the plan (PlanInputs.worker_search): it considers
-every x (or y) in SEARCH_WORKERS = 1..16 whose replica stays within MAX_REPLICA_GPUS (72, one NVL72
-rack), x x prefill_worker_gpus + y x worker_gpus <= 72, with every prefill layout the grid allows.
-Worker lists the sweep gives are used as given, every pair its own option, with no budget.
+every x (or y) in SEARCH_WORKERS = 1..16 that keeps the pools it searches within MAX_REPLICA_GPUS
+(72, one NVL72 rack): both searched, x x prefill_worker_gpus + y x worker_gpus <= 72, one searched,
+that pool alone (`within_budget`), with every prefill layout the grid allows. 72 bounds the search,
+not a replica: a count the sweep lists is used as given, outside the budget (10 listed decode
+workers of 8 GPUs and a searched prefill pool of up to 9 workers of 8), and where one worker of each
+searched pool already takes more than 72 GPUs (a wide expert-parallel worker) the search keeps that
+one worker each. So every decode option with a valid layout is planned, whatever its replica's size:
+the estimator costs a replica beyond a scale-up domain as it is (the KV cache over the NICs,
+servers_per_replica), as it does for worker lists given for both pools (no search: every pair its
+own option, no budget).
 estimates.csv keeps the grid's own rows (1P1D when the sweep gives no lists). plan.csv lists each
 decode option (`DECODE_OPTION`: GPU, model, precision, the decode worker's layout, lengths,
 speculative setting) at its best prefill layout and (x, y); it then competes, by cost as every
@@ -50,7 +57,7 @@ from llmsweep.plan.slo import meets_slo, within_targets
 from llmsweep.spec import SloSpec, WorkloadSpec
 
 SEARCH_WORKERS = tuple(range(1, 17))
-MAX_REPLICA_GPUS = 72  # one GB200 NVL72 rack: the largest scale-up domain a catalog GPU has
+MAX_REPLICA_GPUS = 72  # the search's bound (one GB200 NVL72 rack, the largest scale-up domain a catalog GPU has)
 WORKER_AXES = ("prefill_workers", "decode_workers")
 POOL_LAYOUT = ("prefill_tp", "prefill_pp", "prefill_ep", "prefill_dp_attention")
 # A decode option: the search chooses its prefill layout and worker counts.
@@ -83,10 +90,13 @@ class SearchStats:
         return self.candidates - self.evaluated
 
     def note(self) -> str:
+        pairs = f"{self.candidates:,} worker pair" + ("" if self.candidates == 1 else "s")
+        options = f"{self.decode_options:,} decode option" + ("" if self.decode_options == 1 else "s")
         return (
-            f"xPyD search: {self.candidates:,} worker pairs (x prefill, y decode workers, 1-16 each, at most "
-            f"{MAX_REPLICA_GPUS} GPUs a replica) with every prefill layout, for {self.decode_options:,} decode "
-            f"options; {self.evaluated:,} evaluated, {self.pruned:,} dropped as provably unable to beat the best "
+            f"xPyD search: {pairs} (x prefill, y decode workers; a count the sweep does not list runs 1-16, the "
+            f"pools so searched within {MAX_REPLICA_GPUS} GPUs a replica, or one worker each where one takes more; "
+            f"a listed count as given, whatever the replica's size) with every prefill layout, for {options}; "
+            f"{self.evaluated:,} evaluated, {self.pruned:,} dropped as provably unable to beat the best "
             "of their decode option (an upper bound on their capacity from each pool alone); plan.csv lists each "
             "decode option with its best prefill pool and decode workers"
         )
@@ -99,10 +109,10 @@ def search_axes(axes: Axes, searched: tuple[str, ...]) -> Axes:
 
 def candidates(parts: GridParts, searched: tuple[str, ...] = ()) -> pl.LazyFrame:
     """The plan's options before any batch: the grid's aggregated options and its disaggregated ones.
-    With a search, a decode option pairs with every prefill option and every worker pair within
-    MAX_REPLICA_GPUS when both layouts are valid; a decode option with no valid prefill option (or
-    no valid layout) keeps one pairing (its first, the fewest workers) to say why it cannot run. As GridParts.options,
-    built so that only pairs within the budget are ever estimated."""
+    With a search, a decode option pairs with every prefill option and every worker pair within the
+    search's budget (within_budget) when both layouts are valid; a decode option with no valid prefill
+    option (or no valid layout) keeps one pairing (its first, the fewest workers) to say why it cannot
+    run. As GridParts.options, built so that only pairs within the budget are ever estimated."""
     if not searched or parts.prefill_layouts is None or parts.workers is None:
         return parts.options()
     keep = keep_filter([r for r in parts.exclude if "batch" not in r], parts.contexts)
@@ -129,8 +139,7 @@ def candidates(parts: GridParts, searched: tuple[str, ...] = ()) -> pl.LazyFrame
     # the worker pairs within the budget for each pair of worker sizes (joined on the sizes: the grid
     # of layouts x 256 pairs is never built)
     sizes = valid.select("_prefill_gpus", "worker_gpus").unique()
-    budget = (c.prefill_workers * pl.col("_prefill_gpus") + c.decode_workers * c.worker_gpus) <= MAX_REPLICA_GPUS
-    allowed = sizes.join(parts.workers, how="cross").filter(budget)
+    allowed = sizes.join(parts.workers, how="cross").filter(within_budget(searched, pl.col("_prefill_gpus")))
     valid = valid.join(allowed, on=["_prefill_gpus", "worker_gpus"], how="inner", maintain_order="left_right")
     fewest = parts.workers.select(pl.col(a).min() for a in WORKER_AXES)
     unpaired = (
@@ -144,6 +153,21 @@ def candidates(parts: GridParts, searched: tuple[str, ...] = ()) -> pl.LazyFrame
     out.append(paired)
     frame = pl.concat(out, how="diagonal_relaxed") if len(out) > 1 else out[0]
     return frame if keep is None else frame.filter(keep)
+
+
+def within_budget(searched: tuple[str, ...], prefill_worker_gpus: pl.Expr = c.prefill_worker_gpus) -> pl.Expr:
+    """A worker pair the search considers: the GPUs of the pools it sizes (`searched`) at most
+    MAX_REPLICA_GPUS, or one worker each where one worker of each already takes more. A count the sweep
+    lists is outside the budget: it is used as given, so every listed count pairs at least with one
+    worker of each searched pool. Both searched, workers of 8 GPUs: x + y <= 9; decode workers listed
+    [10] of 8 GPUs: x <= 9, replicas of 88 to 152 GPUs; a decode worker of 72 GPUs and a prefill worker
+    of 8, both searched: 1P1D (80 GPUs) only."""
+    if not searched:
+        return pl.lit(True)
+    gpus = {"prefill_workers": prefill_worker_gpus, "decode_workers": c.worker_gpus}
+    used = pl.sum_horizontal(pl.col(a) * gpus[a] for a in searched)
+    one_each = pl.sum_horizontal(gpus[a] for a in searched)
+    return used <= pl.max_horizontal(pl.lit(MAX_REPLICA_GPUS), one_each)
 
 
 def runnable() -> pl.Expr:
