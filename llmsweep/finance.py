@@ -247,11 +247,28 @@ FLEET_COLUMNS = (
 )
 
 
+def purchase_unit() -> pl.Expr:
+    """GPUs bought together: the scale-up domain where it fills a server or more (an 8-GPU HGX or OAM
+    baseboard, a 72-GPU NVL72 rack), else one (a PCIe card, bridged or not)."""
+    return pl.when(c.scale_up_domain_gpus >= c.gpus_per_node).then(c.scale_up_domain_gpus).otherwise(1)
+
+
+def purchase_units(fleet: pl.Expr) -> pl.Expr:
+    """Units a fleet of `fleet` GPUs in replicas of `gpus` buys, each replica inside one unit where it
+    fits: floor(unit / gpus) replicas a unit (16-GPU replicas: 4 to an NVL72 rack, so 9 of them buy 3
+    racks, not ceil(144 / 72) = 2; tp 3: 2 to an 8-GPU baseboard), else ceil(gpus / unit) units a
+    replica (its layout crosses them over the network)."""
+    unit, gpus = purchase_unit(), c.gpus
+    replicas = (fleet / gpus).round(0)
+    inside = (replicas / (unit / gpus).floor()).ceil()
+    return pl.when(gpus <= unit).then(inside).otherwise(replicas * (gpus / unit).ceil()).cast(pl.Int64)
+
+
 def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg_requests_per_s) -> pl.LazyFrame:
     """Servers, racks, kW, capex, opex, monthly cost, TCO and energy of the fleet: `gpus_needed` GPUs,
     or one replica (`gpus`) without a workload. Bought in whole units: a fleet of 5 GPUs on an 8-GPU
-    HGX or OAM baseboard buys the baseboard's 8 (gpus_bought; 16 GB200s buy an NVL72 rack's 72, GPUs
-    whose scale-up domain is smaller than a server, PCIe cards, one by one) and their servers (and
+    HGX or OAM baseboard buys the baseboard's 8 (gpus_bought, purchase_units: 16 GB200s buy an NVL72
+    rack's 72, each replica inside one unit; PCIe cards one by one) and their servers (and
     racks), whatever a GPU-hour's share of it is; the GPUs the traffic leaves idle are spare capacity
     and draw no counted power (fleet_kw: the GPUs in use and the servers that hold them). Nothing for
     rows that cannot run; no horizon where there is no price."""
@@ -261,11 +278,10 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
     priced = c.usd_per_gpu_hour.is_not_null() & c.fits
     # rented GPUs paid per hour used cost the GPU-hours the traffic uses: fleet x utilisation
     paid_share = pl.lit(1.0) if rent_paid == RENT_24_7 else pl.coalesce(c.utilization, pl.lit(1.0))
-    unit = pl.when(c.scale_up_domain_gpus >= c.gpus_per_node).then(c.scale_up_domain_gpus).otherwise(1)
     in_use = (fleet / c.gpus_per_node).ceil()  # servers holding the GPUs in use
     frame = (
         frame.with_columns(
-            gpus_bought=pl.when(bought & c.fits).then(((fleet / unit).ceil() * unit).cast(pl.Int64)),
+            gpus_bought=pl.when(bought & c.fits).then(purchase_units(fleet) * purchase_unit()),
             fleet_kw=pl.when(c.fits).then(fleet * c.gpu_tdp_w / 1000),
         )
         .with_columns(

@@ -80,6 +80,25 @@ def test_bought_fleet_capex_opex_tco_racks_and_kw():
     assert fleet_row(BUY, horizon=5)["tco_usd"] == pytest.approx(1_846_804)
 
 
+def test_purchases_pack_whole_replicas_into_whole_units():
+    """Each replica sits inside one purchase unit where it fits, as its estimate assumes (its collectives
+    on the unit's scale-up links). GB200 NVL72 (72 GPUs, trays of 4): 9 replicas of 16 GPUs fit
+    floor(72 / 16) = 4 to a rack, so they buy ceil(9 / 4) = 3 racks = 216 GPUs in 54 trays (not
+    ceil(144 / 72) = 2 racks); 9 of 8 buy ceil(9 / 9) = 1 rack. HGX (8 a baseboard): 5 replicas of tp 3
+    fit 2 to a board, 3 boards = 24 GPUs (not ceil(15 / 8) x 8 = 16); 2 replicas of 16 GPUs cross 2
+    boards each: 4 boards = 32. PCIe cards (scale-up domain 2 < 4 a server) one by one: 6 x 2 = 12."""
+    rows = pl.DataFrame(
+        {
+            "scale_up_domain_gpus": [72, 72, 8, 8, 2],
+            "gpus_per_node": [4, 4, 8, 8, 4],
+            "gpus": [16, 8, 3, 16, 2],
+            "fleet": [144, 72, 15, 32, 12],
+        }
+    )
+    bought = rows.select(gpus=finance.purchase_units(pl.col("fleet")) * finance.purchase_unit())["gpus"]
+    assert bought.to_list() == [216, 72, 24, 32, 12]
+
+
 def test_rented_fleet_under_each_assumption():
     rent = CostSpec(rent=2.5, term="1y-reserved")
     row = fleet_row(rent)
