@@ -168,14 +168,25 @@ def _how(o: dict) -> str:
 
 def _fleet(o: dict) -> str:
     """'40 × b200', with how it serves when that is more than an aggregated replica: '40 × b200
-    (disaggregated 4P1D, MTP)'."""
+    (disaggregated 4P1D, MTP)'; a purchase in whole units says what is bought: '28 × h200-sxm (32
+    bought in whole units)'."""
     n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
     served = []
+    bought = o.get("gpus_bought")
+    if bought is not None and bought != n:  # whole baseboards or racks
+        served.append(f"{bought:,} bought in whole units")
     if o.get("mode") == "disaggregated":
         served.append(f"disaggregated {o['prefill_workers']}P{o['decode_workers']}D")
     if o.get("speculative") not in (None, "none"):
         served.append(METHODS.get(o["speculative"], o["speculative"]))
     return f"{n:,} × {o['gpu']}" + (f" ({', '.join(served)})" if served else "")
+
+
+def _named(o: dict) -> str:
+    """The fleet and how it is paid for: '4 × h100-sxm rented', '28 × h200-sxm (32 bought in whole units)'
+    (the purchase said once)."""
+    fleet = _fleet(o)
+    return fleet if "bought in whole units" in fleet else f"{fleet} {_how(o)}"
 
 
 def answer(
@@ -215,14 +226,14 @@ def answer(
     horizon = f"{horizon_years:g} year{'s' if horizon_years != 1 else ''}"
     if fleets:
         text = (
-            f"{head}: {_fleet(best)} {_how(best)}, {money(best['tco_usd_per_month'])} a month, "
+            f"{head}: {_named(best)}, {money(best['tco_usd_per_month'])} a month, "
             f"{money(best['tco_usd'])} over {horizon}{sized}"
         )
     else:  # the month on the per-token figure's basis: the replica's GPUs at their hourly cost
         # (a bought GPU's share of its server and rack), not the whole servers a fleet would buy
         month = (best.get("usd_per_hour") or 0.0) * HOURS_PER_MONTH
         text = (
-            f"{head}: {_fleet(best)} {_how(best)}, {per_token(best['usd_per_million_output_tokens'])} per million "
+            f"{head}: {_named(best)}, {per_token(best['usd_per_million_output_tokens'])} per million "
             f"output tokens with one replica fully loaded ({money(month)} a month)"
         )
     key = "tco_usd_per_month" if fleets else "usd_per_million_output_tokens"
@@ -233,7 +244,7 @@ def answer(
     if pool:
         other = min(pool, key=lambda o: o[key]) if others else pool[0]  # the cheapest of the other kind
         more = other[key] - best[key]
-        what = _fleet(other) + ("" if others else f" {_how(other)}")
+        what = _fleet(other) if others else _named(other)
         shown = money(abs(more)) if fleets else per_token(abs(more))
         if shown == (money(0.0) if fleets else per_token(0.0)):
             text += f"; {kind}, {what}, costs the same"

@@ -96,7 +96,8 @@ def rent_buy_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
         last = max(12 * horizon, min(pays or 0, 24 * horizon))
         months = list(range(0, int(math.ceil(last)) + 1))
         for row, label, capex, month in ((b, "buy", b["capex_usd"], b_month), (r, "rent", 0.0, r_month)):
-            name = f"{label}: {row['gpus_needed']} × {row['gpu']} {row['offer']}"
+            count = row.get("gpus_bought") or row["gpus_needed"]  # what a purchase pays for: whole units
+            name = f"{label}: {count} × {row['gpu']} {row['offer']}"
             out += [
                 {"model": model, "fleet": name, "month": m, "usd": capex + m * month, "break_even": pays}
                 for m in months

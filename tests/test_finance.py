@@ -99,6 +99,48 @@ def test_purchases_pack_whole_replicas_into_whole_units():
     assert bought.to_list() == [216, 72, 24, 32, 12]
 
 
+def test_the_answer_names_what_a_purchase_buys():
+    """A purchase order is written from the headline: it gives the GPUs bought, not only those in use."""
+    from llmsweep.answer import _named
+
+    bought = {
+        "gpus_needed": 28,
+        "gpus_bought": 32,
+        "gpu": "h200-sxm",
+        "offer": "buy-4y",
+        "price_source": "sweep: bought",
+    }
+    assert _named(bought) == "28 × h200-sxm (32 bought in whole units)"
+    assert _named({**bought, "gpus_bought": 32, "gpus_needed": 32}) == "32 × h200-sxm bought"
+    assert _named({"gpus_needed": 6, "gpus_bought": None, "gpu": "h100-sxm", "offer": "rent"}) == "6 × h100-sxm rented"
+
+
+def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():
+    """Per token at full load, buying wins at any utilisation only while every GPU bought serves: a
+    2-GPU replica bought on an 8-GPU baseboard pays for 8."""
+    rows = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "meets_slo": [True, True],
+            "usd_per_million_output_tokens": [0.34, 0.50],
+            "price_source": ["sweep: bought", "sweep: rented (on-demand)"],
+            "gpu": ["h200-sxm", "h200-sxm"],
+            "offer": ["buy-4y", "rent"],
+            "precision": ["fp8", "fp8"],
+            "tp": [2, 2],
+            "gpus": [2, 2],
+            "gpus_bought": [8, None],
+            "gpus_needed": [None, None],
+        }
+    )
+    assert plan.break_even(rows, "m") == (
+        "Both paid around the clock, buying h200-sxm buy-4y (fp8, tp2) costs less per token than renting "
+        "h200-sxm rent (fp8, tp2) at any utilisation, as long as every GPU bought serves (a purchase buys whole "
+        "baseboards or racks: 8 GPUs for this replica's 2, the rest idle unless other replicas use them); give a "
+        "workload to size the fleet and see when the purchase pays back."
+    )
+
+
 def test_rented_fleet_under_each_assumption():
     rent = CostSpec(rent=2.5, term="1y-reserved")
     row = fleet_row(rent)

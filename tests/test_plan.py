@@ -483,7 +483,8 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     workload = {"requests_per_s": 4, "peak_factor": 1}
     assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
         "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm rented, $5,840 a month, "
-        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm, costs $5,595 more a month."
+        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (8 bought in whole units), costs $5,595 more "
+        "a month."
     )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
     alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")

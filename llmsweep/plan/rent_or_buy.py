@@ -22,7 +22,8 @@ def break_even(
     bought opex per month) months, rent per month being what the rented fleet is paid (around the
     clock, or x its utilisation when paid per hour used). Buying costs less over horizon_years
     exactly when that is within the horizon, so the sentence agrees with a ranking by tco_usd.
-    Without fleets: paid 24/7, the cheaper per token wins at any utilisation; paid per hour used, a
+    Without fleets: paid 24/7, the cheaper per token wins at any utilisation, as long as every GPU
+    bought serves (a purchase buys whole units: a replica of 2 GPUs a baseboard of 8); paid per hour used, a
     bought GPU's cost per token at average utilisation u is cost(full) / u, a rented one's stays, so
     buying is cheaper above u = bought / rented."""
     rows = options_frame.filter((pl.col("model") == model) & pl.col("meets_slo") & pl.col(column).is_not_null())
@@ -53,9 +54,17 @@ def break_even(
             )
         if b[per_token] >= r[per_token]:
             return None
+        units = b.get("gpus_bought")
+        whole = (
+            f" (a purchase buys whole baseboards or racks: {units:,} GPUs for this replica's {b['gpus']:,}, "
+            "the rest idle unless other replicas use them)"
+            if units and b.get("gpus") and units > b["gpus"]
+            else ""
+        )
         return (
             f"Both paid around the clock, buying {name(b)} costs less per token than renting {name(r)} "
-            "at any utilisation; give a workload to see when the purchase pays back."
+            f"at any utilisation, as long as every GPU bought serves{whole}; give a workload to size the fleet "
+            "and see when the purchase pays back."
         )
     capex, b_year, r_year = b.get("capex_usd"), b.get("opex_usd_per_year"), r.get("opex_usd_per_year")
     if capex is None or b_year is None or r_year is None:
