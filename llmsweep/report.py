@@ -445,7 +445,9 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             "column": column,
             "label": BY_NAME[column].label if column in BY_NAME else column,
             "higher_is_better": higher,
-            "statement": rank_statement(column, bool(load), finance.get("horizon_years", 3)),
+            "statement": rank_statement(
+                column, bool(load), finance.get("horizon_years", 3), users=bool(load) and load.get("users") is not None
+            ),
         },
         "targets": has_targets(spec),
         "ttft_stat": slo.get("percentile", "mean") if has_targets(spec) else "mean",
@@ -558,17 +560,25 @@ def has_targets(spec: dict) -> bool:
     return any(slo.get(k) is not None for k in ("ttft_s", "tpot_s", "request_latency_s"))
 
 
-def rank_statement(column: str, workload: bool, horizon_years: float) -> str:
-    """What the ranking orders by, in words, with the figures that agree with it."""
+def rank_statement(column: str, workload: bool, horizon_years: float, users: bool = False) -> str:
+    """What the ranking orders by, in words, with the figures that agree with it (with a workload of
+    `users`, each option serves them its own number of requests, so its cost per token does not)."""
     label = BY_NAME[column].label if column in BY_NAME else column
     better = "higher" if higher_is_better(column) else "lower"
     if column == "tco_usd":
         months = 12 * horizon_years
+        per_token = (
+            f"USD per month is TCO ÷ {months:g} months, which orders the options the same way; USD per million "
+            f"output tokens is TCO over the tokens the fleet serves in those {horizon_years:g} years, and the same "
+            "users send a faster option more requests, so a fleet that costs more can cost less per token"
+            if users
+            else f"USD per month is TCO ÷ {months:g} months, and USD per million output tokens is TCO over the tokens "
+            f"the fleet serves in those {horizon_years:g} years, so both order the options the same way"
+        )
         return (
             f"Options are ranked by what the fleet costs over {horizon_years:g} years (TCO: capex + "
             f"{horizon_years:g} × opex; whole servers and racks, headroom and redundancy included; lower is "
-            f"better). USD per month is TCO ÷ {months:g} months, and USD per million output tokens is TCO over "
-            f"the tokens the fleet serves in those {horizon_years:g} years, so both order the options the same way."
+            f"better). {per_token}."
         )
     if column == "usd_per_million_output_tokens":
         extra = "" if workload else " (no workload: a fleet is one replica)"

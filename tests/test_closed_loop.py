@@ -196,3 +196,15 @@ def test_the_report_states_the_rate_used():
         "sized for λ = 300 users ÷ (5 s + 13.6 s) = 16.2 requests/s at the peak, 219 of them in flight"
     )
     assert users_rate_text(option, {"requests_per_s": 3}) == ""
+
+
+def test_the_ranking_statement_does_not_claim_cost_per_token_orders_users_fleets():
+    """The same users send a faster option more requests: its cost per token may be the lower while its
+    TCO is the higher (the review's Llama-8B: l40s $1,883 a month at $0.254 per M against h100 $1,964 at
+    $0.230), so with users only the monthly figure is said to order options as TCO does."""
+    from llmsweep.report import rank_statement
+
+    users = rank_statement("tco_usd", True, 3, users=True)
+    assert "USD per month is TCO ÷ 36 months, which orders the options the same way;" in users
+    assert "so a fleet that costs more can cost less per token." in users
+    assert "both order the options the same way" in rank_statement("tco_usd", True, 3)
