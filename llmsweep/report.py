@@ -278,6 +278,15 @@ def _is_cost(column: str) -> bool:
     return column.startswith(("usd", "fleet_usd", "tco", "capex", "opex"))
 
 
+def _p90_band(r: dict) -> dict:
+    """The p90 TTFT's band, by the same factors as the mean's (the profile's prefill band: ttft_s_low /
+    ttft_s): shown beside a p90 that a target checks, where the mean's alone made it look safe."""
+    mean, p90, low, high = (r.get(k) for k in ("ttft_s", "ttft_p90_s", "ttft_s_low", "ttft_s_high"))
+    if any(_missing(v) for v in (mean, p90, low, high)) or not mean:
+        return {"ttft_p90_s_low": None, "ttft_p90_s_high": None}
+    return {"ttft_p90_s_low": p90 * low / mean, "ttft_p90_s_high": p90 * high / mean}
+
+
 def _option(
     r: dict, column: str, batches: list[int] | None = None, targets: bool = True, serving: dict | None = None
 ) -> dict:
@@ -289,6 +298,7 @@ def _option(
         "usd_per_m": fleet_per_m if fleet_per_m is not None else r.get("usd_per_million_output_tokens"),
         "usd_per_m_low": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_low"),
         "usd_per_m_high": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_high"),
+        **_p90_band(r),
     }
     warnings = [] if targets else answers.interactive_warnings(r)
     serving = serving or {}
