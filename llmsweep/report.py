@@ -240,6 +240,16 @@ def _why(r: dict, batches: list[int] | None = None) -> str:
     else:
         text = f"fixed per-step costs dominate{where} (a small model): larger batches amortise them"
     holds = r["max_batch"] * (r.get("decode_workers") or 1)  # a disaggregated replica: every decode worker's
+    cap, limit = r.get("capacity_requests_per_s"), r.get("capacity_limit")
+    if not _missing(r.get("offered_requests_per_s")) and not _missing(cap) and cap and limit:
+        # sized for a workload: what holds a replica's rate, not the closed-loop batch (489 in flight at
+        # the traffic were said to be 'held at 144' by the targets)
+        stop = (
+            f"it saturates ({answers.saturation(r)})"
+            if limit == "saturated"
+            else f"{answers.LIMITS.get(limit, limit)} is missed"
+        )
+        return text + f"; a replica takes up to {cap:,.3g} requests/s before {stop}."
     if r["batch"] >= holds:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
     elif batches and r["batch"] == max(batches):

@@ -636,3 +636,29 @@ def test_a_p90_ttft_carries_its_band():
         "ttft_p90_s_low": None,
         "ttft_p90_s_high": None,
     }
+
+
+def test_why_names_what_holds_a_replica_at_the_traffic():
+    """Sized for a workload, a replica runs at its share of the traffic (489 in flight), not at the
+    closed-loop batch the targets allow (144): the sentence says what caps its rate."""
+    from llmsweep.report import _why
+
+    r = {
+        "bound": "memory",
+        "decode_weight_fraction": 0.3,
+        "kv_bytes_per_element": 2.0,
+        "bytes_per_weight": 1.0,
+        "batch": 144,
+        "slo_batch": 144,
+        "max_batch": 928,
+        "offered_requests_per_s": 15.0,
+        "capacity_requests_per_s": 19.118,
+        "capacity_limit": "tpot_s",
+    }
+    assert _why(r) == (
+        "memory-bound: the KV cache is 70% of each step's traffic; an fp8 KV cache halves it; a replica takes up "
+        "to 19.1 requests/s before the TPOT target is missed."
+    )
+    # without a workload the batch is the operating point: the targets hold it
+    closed = {**r, "offered_requests_per_s": None, "capacity_requests_per_s": None, "capacity_limit": None}
+    assert _why(closed).endswith("; the latency targets hold the batch at 144 (memory allows 928).")
