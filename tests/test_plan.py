@@ -302,6 +302,15 @@ def test_sensitivity_table(procurement):
     traffic = {(r["column"], r["change"]): r["top"] for r in rows if r["assumption"].startswith("traffic")}
     assert set(traffic) == {("tco_usd", "-20%"), ("tco_usd", "+20%")}
     assert traffic[("tco_usd", "-20%")] < traffic[("tco_usd", "+20%")]
+    # a rental's price is its rate; a purchase's 20 % moves every cost of it, and its label says so
+    moved = {
+        k.split("|")[0]: {r["assumption"] for r in v if r["assumption"].startswith(("price", "every cost"))}
+        for k, v in manifest["sensitivity"].items()
+    }
+    assert moved["meta-llama/Llama-3.1-8B"] == {"price of mi300x rent"}
+    assert moved["meta-llama/Llama-3.3-70B-Instruct"] == {
+        "every cost of h200-sxm buy-4y (purchase, servers, power, hosting)"
+    }
 
 
 # -- capacity from the loaded figures at the traffic each replica gets (estimate/load.py, DESIGN.md §4) --

@@ -111,7 +111,14 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
             top, runner = pair_at(0, i)
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
                 same = runner_gpu == top_gpu and wanted[1] == wanted[0]
-                cases.append((f"price of {top_offer}", column, (top * factor, runner * factor if same else runner)))
+                # every cost of the offer moves together: a purchase's GPUs, servers, power and hosting alike
+                bought = any(o.kind == "buy" and o.offer == wanted[0] for o in plan.prices[top_gpu])
+                what = (
+                    f"every cost of {top_offer} (purchase, servers, power, hosting)"
+                    if bought
+                    else f"price of {top_offer}"
+                )
+                cases.append((what, column, (top * factor, runner * factor if same else runner)))
             load = moved_traffic(plan.workload, factor)
             if load is not None:
                 moved_plan = replace(plan, workload=load)
