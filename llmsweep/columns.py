@@ -1181,15 +1181,17 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "tokens/s/kW",
             "Tokens/s per kW",
-            "Output tokens/s the fleet delivers at the operating point (replicas x output_tokens_per_s) per kW "
-            "of IT power drawn there (fleet_kw x power_utilization, before PUE).",
+            "Output tokens/s the fleet delivers on average (with a workload: its average requests/s x "
+            "output_tokens; without, one replica's output_tokens_per_s) per kW of IT power drawn on average "
+            "(fleet_kw x power_utilization, before PUE), as the opex bills it. Host power counts only where the "
+            "offer states it (a purchase's host_kw): a rented row's is its GPUs' alone.",
         ),
         (
             "kwh_per_million_output_tokens",
             F,
             "kWh/M tokens",
             "kWh per million output tokens",
-            "IT energy per million output tokens at the operating point: 10^6 / (3600 x output_tokens_per_s_per_kw).",
+            "IT energy per million output tokens on average: 10^6 / (3600 x output_tokens_per_s_per_kw).",
         ),
         # Uncertainty bands: the middle 80 % of the profile's cross-validated errors (docs/fidelity.md);
         # null for a profile without bands (ideal).
@@ -1693,7 +1695,7 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "kWh per M output tokens",
         "kwh_per_million_output_tokens",
         "kWh/M tokens",
-        description="IT energy per million output tokens at the operating point.",
+        description="IT energy per million output tokens at the average traffic (rented: the GPUs' power alone).",
     ),
     OptionColumn(
         "Tokens/s per kW", "output_tokens_per_s_per_kw", "tokens/s/kW", description="Output tokens/s per kW drawn."
