@@ -141,6 +141,23 @@ def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():
     )
 
 
+def test_a_purchase_written_off_over_other_than_the_horizon_is_noted():
+    """TCO counts a purchase whole within horizon_years: 4-year hardware over a 3-year horizon is charged
+    with no resale value, 2-year hardware with no replacement; the note says which and how to compare."""
+    from llmsweep.plan.inputs import horizon_notes
+
+    offers = {"h200-sxm": tuple(finance.offers_from_costs("h200-sxm", BUY, 700.0, 8))}
+    assert horizon_notes(offers, 3) == [
+        "h200-sxm buy-4y is written off over 4 years but TCO covers 3 (horizon_years) and counts the whole "
+        "purchase: its value left after 3 years is not counted (no resale); its USD per GPU-hour spreads it over "
+        "4 years; set horizon_years: 4 to compare over the hardware's life"
+    ]
+    assert horizon_notes(offers, 4) == []
+    assert "its replacement after 4 years is not counted" in horizon_notes(offers, 6)[0]
+    rented = {"h100-sxm": tuple(finance.offers_from_costs("h100-sxm", CostSpec(rent=2.0), 700.0, 8))}
+    assert horizon_notes(rented, 3) == []
+
+
 def test_rented_fleet_under_each_assumption():
     rent = CostSpec(rent=2.5, term="1y-reserved")
     row = fleet_row(rent)

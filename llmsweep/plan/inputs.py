@@ -72,6 +72,27 @@ def searched_axes(sweep: Sweep) -> tuple[str, ...]:
     return tuple(out)
 
 
+def horizon_notes(offers: dict[str, tuple[Offer, ...]], horizon_years: float) -> list[str]:
+    """A purchase written off over other than the horizon: TCO counts it whole within horizon_years, so
+    the hardware's value left at the end (years > horizon) or its replacement (years < horizon) is not
+    counted, while its cost per GPU-hour spreads it over its own years. Said once per such offer."""
+    out = []
+    for gpu, group in offers.items():
+        for o in group:
+            if o.kind == "buy" and o.years and o.years != horizon_years:
+                left = (
+                    f"its value left after {horizon_years:g} years is not counted (no resale)"
+                    if o.years > horizon_years
+                    else f"its replacement after {o.years:g} years is not counted"
+                )
+                out.append(
+                    f"{gpu} {o.offer} is written off over {o.years:g} years but TCO covers {horizon_years:g} "
+                    f"(horizon_years) and counts the whole purchase: {left}; its USD per GPU-hour spreads it over "
+                    f"{o.years:g} years; set horizon_years: {o.years:g} to compare over the hardware's life"
+                )
+    return out
+
+
 def make_plan_inputs(
     cat: Catalog,
     gpus: Sequence[str],
@@ -91,6 +112,7 @@ def make_plan_inputs(
     no prices or says `costs: example`), with the targets and traffic."""
     listed = {g: v if isinstance(v, list) else [v] for g, v in (costs or {}).items()}
     offers, notes = price_offers(cat, list(gpus), listed, every)
+    notes += horizon_notes(offers, horizon_years)
     return PlanInputs(
         dict(offers),
         slo,
