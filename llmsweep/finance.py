@@ -396,12 +396,16 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
         # the cost per token of the ranking: the fleet's (TCO over the tokens it serves) with a workload,
         # else one replica fully loaded (with its band)
         usd_per_million=pl.coalesce("fleet_usd_per_million_output_tokens", "usd_per_million_output_tokens"),
-        usd_per_million_low=pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null()).then(
-            pl.col("usd_per_million_output_tokens_low")
-        ),
-        usd_per_million_high=pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null()).then(
-            pl.col("usd_per_million_output_tokens_high")
-        ),
+        **{
+            f"usd_per_million_{end}": pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null())
+            .then(pl.col(f"usd_per_million_output_tokens_{end}"))
+            .otherwise(
+                pl.col(f"fleet_usd_per_million_output_tokens_{end}")
+                if f"fleet_usd_per_million_output_tokens_{end}" in best.columns
+                else None
+            )
+            for end in ("low", "high")
+        },
         **split_per_million(),
     )
     if "mode" in best.columns and "prefill_workers" in best.columns:  # xPyD: the pools, and the prefill layout

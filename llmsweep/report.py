@@ -306,8 +306,12 @@ def _option(
     fleet_per_m = r.get("fleet_usd_per_million_output_tokens")
     shown = {  # the cost per token of the ranking: the fleet's with a workload, else a full replica's (with band)
         "usd_per_m": fleet_per_m if fleet_per_m is not None else r.get("usd_per_million_output_tokens"),
-        "usd_per_m_low": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_low"),
-        "usd_per_m_high": None if fleet_per_m is not None else r.get("usd_per_million_output_tokens_high"),
+        **{
+            f"usd_per_m_{end}": r.get(f"fleet_usd_per_million_output_tokens_{end}")
+            if fleet_per_m is not None
+            else r.get(f"usd_per_million_output_tokens_{end}")
+            for end in ("low", "high")
+        },
         **_p90_band(r),
     }
     warnings = [] if targets else answers.interactive_warnings(r)

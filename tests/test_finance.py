@@ -158,6 +158,29 @@ def test_a_purchase_written_off_over_other_than_the_horizon_is_noted():
     assert horizon_notes(rented, 3) == []
 
 
+def test_the_fleets_cost_per_token_band_costs_the_bands_fleets():
+    """With a workload the cost per token shown is the fleet's, so its band is the fleet's too: the fleets
+    of gpus_needed_low and gpus_needed_high GPUs, costed whole. Rented 24/7 at $2.50 a GPU-hour over 3
+    years for 20 requests/s of 250 output tokens on average: n GPUs cost n x 2.5 x 8,760 x 3 over
+    20 x 250 x 3,600 x 8,760 x 3 tokens, n x 2.5e6 / 18e6 = n x $0.13889 per M: 28 GPUs $3.8889, 40
+    GPUs $5.5556."""
+    from llmsweep.plan.sizing import fleet_cost_band
+
+    inputs = plan.PlanInputs(
+        {"h100-sxm": tuple(finance.offers_from_costs("h100-sxm", CostSpec(rent=2.5), 700.0, 8))},
+        None,
+        LOAD,
+        "usd_per_million_output_tokens",
+    )
+    rows = plan.add_plan_columns(frame(output_tokens_per_s=750.0), inputs, keep_offer_parts=True).collect()
+    rows = rows.with_columns(
+        capacity_requests_per_s=pl.lit(3.0), gpus_needed_low=pl.lit(28), gpus_needed_high=pl.lit(40)
+    )
+    band = fleet_cost_band(rows, inputs, pl.lit(20.0))
+    assert band["fleet_usd_per_million_output_tokens_low"].to_list() == pytest.approx([28 * 2.5e6 / 18e6])
+    assert band["fleet_usd_per_million_output_tokens_high"].to_list() == pytest.approx([40 * 2.5e6 / 18e6])
+
+
 def test_rented_fleet_under_each_assumption():
     rent = CostSpec(rent=2.5, term="1y-reserved")
     row = fleet_row(rent)

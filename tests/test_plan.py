@@ -565,9 +565,10 @@ def test_the_fleet_columns_are_what_fleet_columns_writes(monkeypatch):
     monkeypatch.setattr(plan.sizing, "fleet_columns", recording)  # where add_plan_columns and at_traffic look it up
     pipeline.compute_plan(load(ROOT / "sweeps" / "procurement.yaml"))
     assert added == set(finance.FLEET_COLUMNS)
+    band = {"fleet_usd_per_million_output_tokens_low", "fleet_usd_per_million_output_tokens_high"}  # fleet_cost_band
     assert (
         set(plan.SIZED_COLUMNS)
-        == {"replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization"} | added
+        == {"replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization"} | added | band
     )
 
 

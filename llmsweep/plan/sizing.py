@@ -134,7 +134,7 @@ def add_plan_columns(
         }
         frame = frame.with_columns(**band_columns(modes_known))
         frame = frame.with_columns([pl.lit(None, dtype=t).alias(n) for n, t in nulls.items()])
-        return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, None))
+        return done(fleet_columns(frame, plan.horizon_years, plan.rent_paid, None).with_columns(**NO_FLEET_BAND))
     avg = peak / w.peak_factor
 
     def replicas_at(per_replica: pl.Expr) -> pl.Expr:
@@ -152,7 +152,7 @@ def add_plan_columns(
         gpus_needed=c.replicas * c.gpus,
         utilization=avg / (c.replicas * c.requests_per_s_per_replica),
     )
-    frame = fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg)
+    frame = fleet_columns(frame, plan.horizon_years, plan.rent_paid, avg).with_columns(**NO_FLEET_BAND)
     return done(unsized(frame))
 
 
@@ -168,7 +168,16 @@ def unsizable() -> pl.Expr:
 
 
 # What sizing a fleet adds: replicas, GPUs, servers, power, costs, TCO.
-SIZED_COLUMNS = ("replicas", "gpus_needed", "gpus_needed_low", "gpus_needed_high", "utilization", *FLEET_COLUMNS)
+SIZED_COLUMNS = (
+    "replicas",
+    "gpus_needed",
+    "gpus_needed_low",
+    "gpus_needed_high",
+    "utilization",
+    *FLEET_COLUMNS,
+    "fleet_usd_per_million_output_tokens_low",
+    "fleet_usd_per_million_output_tokens_high",
+)
 
 
 def unsized(frame):
@@ -219,6 +228,28 @@ def at_capacity(frame: pl.DataFrame, plan: PlanInputs) -> dict[str, pl.Series]:
             "capacity_prefill_busy": busy,
         }.items()
     }
+
+
+# a row at its own batch has no fleet band (at_traffic costs the band's fleets of the plan's options)
+NO_FLEET_BAND = {
+    f"fleet_usd_per_million_output_tokens_{end}": pl.lit(None, dtype=pl.Float64) for end in ("low", "high")
+}
+
+
+def fleet_cost_band(frame: pl.DataFrame, plan: PlanInputs, avg: pl.Expr) -> dict[str, pl.Series]:
+    """The fleet's cost per token at the ends of the throughput band: the fleet of gpus_needed_low GPUs
+    (each replica's capacity x the band's high factor) and of gpus_needed_high (x its low factor), each
+    costed whole as fleet_columns costs the sized one, its utilisation the average traffic over that
+    fleet's capacity."""
+    out = {}
+    for end, gpus, other in (("low", c.gpus_needed_low, "high"), ("high", c.gpus_needed_high, "low")):
+        capacity = gpus / c.gpus * c.capacity_requests_per_s * band("throughput", other, "mode" in frame.columns)
+        moved = frame.lazy().with_columns(gpus_needed=gpus, utilization=avg / capacity)
+        costed = fleet_columns(moved, plan.horizon_years, plan.rent_paid, avg)
+        out[f"fleet_usd_per_million_output_tokens_{end}"] = costed.select(
+            pl.col("fleet_usd_per_million_output_tokens")
+        ).collect()["fleet_usd_per_million_output_tokens"]
+    return out
 
 
 def tokens_per_joule() -> pl.Expr:
@@ -326,6 +357,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
         gpus_needed=c.replicas * c.gpus,
         utilization=pl.when(ok).then(avg / (c.replicas * c.capacity_requests_per_s)).otherwise(c.utilization),
     )
-    frame = unsized(fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect())
+    sized = fleet_columns(frame.lazy(), plan.horizon_years, plan.rent_paid, avg).collect()
+    frame = unsized(sized.with_columns(**fleet_cost_band(frame, plan, avg)))
     frame = frame.drop("peak_requests_per_s", strict=False).rename({"_peak": "peak_requests_per_s"})
     return frame.with_columns(**band_columns(), max_running_requests=engine_limit).drop("_ok", "_replicas", "_rate")
