@@ -79,14 +79,14 @@ def _count(v: float) -> str:
 
 
 def users_rate_text(o: dict, workload: dict | None) -> str:
-    """For a workload of users, the rate option `o` is sized for, with its arithmetic: 'sized for λ =
-    300 users ÷ (5 s + 16.9 s) = 13.7 requests/s at the peak, 232 of them in flight'; '' otherwise."""
+    """For a workload of users, the rate option `o` is sized for, with its arithmetic (its peak_users,
+    request latency and peak_requests_per_s): 'sized for λ = 300 users ÷ (5 s + 16.9 s) = 13.7
+    requests/s at the peak, 232 of them in flight'; '' otherwise."""
     if not workload or workload.get("users") is None:
         return ""
-    rate, latency = o.get("peak_requests_per_s"), o.get("request_latency_s")
-    if _missing(rate) or _missing(latency):
+    rate, latency, users = o.get("peak_requests_per_s"), o.get("request_latency_s"), o.get("peak_users")
+    if _missing(rate) or _missing(latency) or _missing(users):
         return ""
-    users = workload["users"] * (workload.get("peak_factor") or 1.0)
     flight = rate * latency
     shown = f"{flight:,.0f}" if flight >= 100 else f"{flight:.3g}"
     return (
@@ -171,10 +171,7 @@ def _fleet(o: dict) -> str:
     (disaggregated 4P1D, MTP)'; a purchase in whole units says what is bought: '28 × h200-sxm (32
     bought in whole units)'."""
     n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
-    served = []
-    bought = o.get("gpus_bought")
-    if bought is not None and bought != n:  # whole baseboards or racks
-        served.append(f"{bought:,} bought in whole units")
+    served = [f"{o['gpus_bought']:,} bought in whole units"] if _more_bought(o) else []
     if o.get("mode") == "disaggregated":
         served.append(f"disaggregated {o['prefill_workers']}P{o['decode_workers']}D")
     if o.get("speculative") not in (None, "none"):
@@ -182,11 +179,16 @@ def _fleet(o: dict) -> str:
     return f"{n:,} × {o['gpu']}" + (f" ({', '.join(served)})" if served else "")
 
 
+def _more_bought(o: dict) -> bool:
+    """A purchase in whole units buys more GPUs than the fleet uses (gpus_bought, finance.purchase_units)."""
+    n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
+    return o.get("gpus_bought") is not None and o["gpus_bought"] != n
+
+
 def _named(o: dict) -> str:
     """The fleet and how it is paid for: '4 × h100-sxm rented', '28 × h200-sxm (32 bought in whole units)'
     (the purchase said once)."""
-    fleet = _fleet(o)
-    return fleet if "bought in whole units" in fleet else f"{fleet} {_how(o)}"
+    return _fleet(o) if _more_bought(o) else f"{_fleet(o)} {_how(o)}"
 
 
 def answer(

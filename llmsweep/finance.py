@@ -393,20 +393,7 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
         meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
         kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
         usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),
-        # the cost per token of the ranking: the fleet's (TCO over the tokens it serves) with a workload,
-        # else one replica fully loaded (with its band)
-        usd_per_million=pl.coalesce("fleet_usd_per_million_output_tokens", "usd_per_million_output_tokens"),
-        **{
-            f"usd_per_million_{end}": pl.when(pl.col("fleet_usd_per_million_output_tokens").is_null())
-            .then(pl.col(f"usd_per_million_output_tokens_{end}"))
-            .otherwise(
-                pl.col(f"fleet_usd_per_million_output_tokens_{end}")
-                if f"fleet_usd_per_million_output_tokens_{end}" in best.columns
-                else None
-            )
-            for end in ("low", "high")
-        },
-        **split_per_million(),
+        **cost_per_million(),
     )
     if "mode" in best.columns and "prefill_workers" in best.columns:  # xPyD: the pools, and the prefill layout
         from llmsweep.charts import layout_text
@@ -432,16 +419,25 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     return best.with_columns(rank=pl.when(eligible).then(counted).cast(pl.Int64))
 
 
-def split_per_million() -> dict[str, pl.Expr]:
-    """The input and decode shares of `usd_per_million` on its own basis, so that input x input tokens +
-    decode x output tokens = usd_per_million x output tokens (one cost per token): a replica's split at
-    capacity (usd_per_million_input_tokens, usd_per_million_decode_tokens: its hour by the prompts' share
-    of its time, or its prefill pool's GPUs) scaled by the fleet's all-in cost over the replica's, when a
-    workload sizes a fleet (its TCO over the tokens it serves: the headroom, spare replicas and idle
-    hours it pays for land on both shares alike)."""
+def cost_per_million() -> dict[str, pl.Expr]:
+    """The cost per token options.csv and the reports show, one basis for all of it: with a workload the
+    fleet's (TCO over the tokens it serves, with the band of the band's fleets), else one replica fully
+    loaded (with its band); and its input and decode shares on that basis, so that input x input tokens +
+    decode x output tokens = usd_per_million x output tokens: a replica's split at capacity
+    (usd_per_million_input_tokens, usd_per_million_decode_tokens: its hour by the prompts' share of its
+    time, or its prefill pool's GPUs) scaled by the fleet's all-in cost over the replica's (the headroom,
+    spare replicas and idle hours the fleet pays for land on both shares alike)."""
     fleet, replica = pl.col("fleet_usd_per_million_output_tokens"), pl.col("usd_per_million_output_tokens")
-    scale = pl.when(fleet.is_null()).then(1.0).when(replica > 0).then(fleet / replica)
+    sized = fleet.is_not_null()
+    scale = pl.when(~sized).then(1.0).when(replica > 0).then(fleet / replica)
     return {
+        "usd_per_million": pl.coalesce(fleet, replica),
+        **{
+            f"usd_per_million_{end}": pl.when(sized)
+            .then(pl.col(f"fleet_usd_per_million_output_tokens_{end}"))
+            .otherwise(pl.col(f"usd_per_million_output_tokens_{end}"))
+            for end in ("low", "high")
+        },
         "usd_per_million_input": pl.col("usd_per_million_input_tokens") * scale,
         "usd_per_million_decode": pl.col("usd_per_million_decode_tokens") * scale,
     }

@@ -369,14 +369,19 @@ class GridParts:
         """Rows to keep (exclusion rules and the context axis), None = all."""
         return keep_filter(self.exclude, self.contexts)
 
-    def _filter(self, frame: pl.LazyFrame, keep: pl.Expr | None = None) -> pl.LazyFrame:
-        keep = self.keep if keep is None else keep
+    @property
+    def option_keep(self) -> pl.Expr | None:
+        """Options to keep, before any batch: the exclusion rules that name no batch (an option's batch
+        is chosen later) and the context axis; None = all."""
+        return keep_filter([r for r in self.exclude if "batch" not in r], self.contexts)
+
+    def _filter(self, frame: pl.LazyFrame, keep: pl.Expr | None) -> pl.LazyFrame:
         return frame if keep is None else frame.filter(keep)
 
     def frame(self) -> pl.LazyFrame:
         """The unestimated grid, one row per configuration (aggregated rows; disaggregated rows
         exist only estimated, since they pair estimated options)."""
-        return self._filter(self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS))
+        return self._filter(self.layouts.join(self.lengths, **_CROSS).join(self.batches, **_CROSS), self.keep)
 
     def estimate(self, chunk_rows: int | None = None) -> pl.LazyFrame:
         """The estimated grid, each stage on the smallest table it needs. With `chunk_rows`, the
@@ -400,8 +405,7 @@ class GridParts:
         """Layouts x lengths with their estimates, before any batch: one row per hardware option
         (a disaggregated option: a decode option x a prefill option x a worker pair). Exclusion rules
         that name a batch do not apply (an option's batch is chosen later)."""
-        keep = keep_filter([r for r in self.exclude if "batch" not in r], self.contexts)
-        parts = [f if keep is None else f.filter(keep) for _, f in self._options(self.layouts)]
+        parts = [self._filter(f, self.option_keep) for _, f in self._options(self.layouts)]
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
 
     def _options(self, layouts: pl.LazyFrame) -> list[tuple[bool, pl.LazyFrame]]:
@@ -415,7 +419,7 @@ class GridParts:
 
     def _estimate(self, layouts: pl.LazyFrame) -> pl.LazyFrame:
         parts = [
-            add_batch_estimates(self._filter(options.join(self.batches, **_CROSS)), disaggregated=disagg)
+            add_batch_estimates(self._filter(options.join(self.batches, **_CROSS), self.keep), disaggregated=disagg)
             for disagg, options in self._options(layouts)
         ]
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")

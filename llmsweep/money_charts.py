@@ -148,8 +148,8 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
     )
     rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
     steps = pl.DataFrame({"factor": TRAFFIC_STEPS})
-    traffic = pl.coalesce("peak_users", "peak_requests_per_s") if "peak_users" in rows.columns else None
-    traffic = pl.col("peak_requests_per_s") if traffic is None else traffic
+    users = "peak_users" in rows.columns and rows["peak_users"].is_not_null().any()
+    traffic = pl.col("peak_users" if users else "peak_requests_per_s")
     out = rows.join(steps, how="cross").with_columns(
         peak=traffic * pl.col("factor"), _rate=pl.col("peak_requests_per_s") * pl.col("factor")
     )
@@ -161,11 +161,7 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
         * pl.col("gpus"),
         option=option_label(out),
         sweep_peak=traffic,
-        traffic=pl.lit(
-            "peak users"
-            if "peak_users" in rows.columns and rows["peak_users"].is_not_null().any()
-            else "peak requests/s"
-        ),
+        traffic=pl.lit("peak users" if users else "peak requests/s"),
     )
     return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak", "traffic").sort(
         ["model", "_n", "peak"]

@@ -22,7 +22,7 @@ from llmsweep import answer as answers
 from llmsweep.charts import LAYOUT_PARTS, build_charts
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
-from llmsweep.finance import RENT_24_7, option_rows, split_per_million
+from llmsweep.finance import RENT_24_7, cost_per_million, option_rows
 from llmsweep.plan import FALLBACK_RANK, break_even
 from llmsweep.vega import vega_bundle
 
@@ -303,15 +303,10 @@ def _option(
     caveats = [LOW_BIT_CAVEAT] if r["bytes_per_weight"] * 8 <= 4.5 else []
     if r.get("load_note"):  # clients beyond the engine's limit or the KV cache wait for a slot
         caveats.append(f"at this operating point the {r['load_note']}")
-    fleet_per_m = r.get("fleet_usd_per_million_output_tokens")
-    shown = {  # the cost per token of the ranking: the fleet's with a workload, else a full replica's (with band)
-        "usd_per_m": fleet_per_m if fleet_per_m is not None else r.get("usd_per_million_output_tokens"),
-        **{
-            f"usd_per_m_{end}": r.get(f"fleet_usd_per_million_output_tokens_{end}")
-            if fleet_per_m is not None
-            else r.get(f"usd_per_million_output_tokens_{end}")
-            for end in ("low", "high")
-        },
+    shown = {  # the cost per token of the ranking (finance.cost_per_million: the fleet's with a workload)
+        "usd_per_m": r.get("usd_per_million"),
+        "usd_per_m_low": r.get("usd_per_million_low"),
+        "usd_per_m_high": r.get("usd_per_million_high"),
         **_p90_band(r),
     }
     warnings = [] if targets else answers.interactive_warnings(r)
@@ -356,7 +351,7 @@ def recommendations(
     serving = serving or {}
     targets = has_targets(spec)
     higher = higher_is_better(column)
-    opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String), **split_per_million())
+    opts = options.with_columns(pl.col(pl.Categorical).cast(pl.String), **cost_per_million())
     per_offer = option_rows(options, column, higher)
     groups = []
     for model, s_in, s_out in sorted(opts.select("model", "input_tokens", "output_tokens").unique().rows()):

@@ -191,7 +191,7 @@ def test_the_report_states_the_rate_used():
         "users; each model's answer gives R and λ for its recommendation); 20% headroom on top; 0 spare replicas "
         "(redundancy 0, the default: n+1 adds one)."
     )
-    option = {"peak_requests_per_s": 300 / (5 + 13.5619), "request_latency_s": 13.5619}
+    option = {"peak_requests_per_s": 300 / (5 + 13.5619), "request_latency_s": 13.5619, "peak_users": 300.0}
     assert users_rate_text(option, w) == (
         "sized for λ = 300 users ÷ (5 s + 13.6 s) = 16.2 requests/s at the peak, 219 of them in flight"
     )

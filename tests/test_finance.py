@@ -249,16 +249,24 @@ def test_options_split_the_cost_per_token_they_show():
     input (0.025 x 8,192 = 204.8) + $0.30 per M decode (0.30 x 1,024 = 307.2) = 512 = 0.50 x 1,024. The
     fleet costs $2.00 per M output tokens, 4x: its split is $0.10 per M input + $1.20 per M decode
     (0.10 x 8,192 + 1.20 x 1,024 = 819.2 + 1,228.8 = 2,048 = 2.00 x 1,024). Without a workload the
-    replica's own split stays."""
+    replica's own split stays. The all-in figure and its band are on the same basis: the fleet's $2.00
+    (band $1.80-$2.60, its band's fleets) with a workload, else the replica's $0.50 ($0.40-$0.70)."""
     rows = pl.DataFrame(
         {
             "usd_per_million_output_tokens": [0.5, 0.5],
+            "usd_per_million_output_tokens_low": [0.4, 0.4],
+            "usd_per_million_output_tokens_high": [0.7, 0.7],
             "usd_per_million_input_tokens": [0.025, 0.025],
             "usd_per_million_decode_tokens": [0.3, 0.3],
             "fleet_usd_per_million_output_tokens": [2.0, None],
+            "fleet_usd_per_million_output_tokens_low": [1.8, None],
+            "fleet_usd_per_million_output_tokens_high": [2.6, None],
         }
     )
-    split = rows.select(**finance.split_per_million())
+    split = rows.select(**finance.cost_per_million())
+    assert split["usd_per_million"].to_list() == [2.0, 0.5]
+    assert split["usd_per_million_low"].to_list() == [1.8, 0.4]
+    assert split["usd_per_million_high"].to_list() == [2.6, 0.7]
     assert split["usd_per_million_input"].to_list() == pytest.approx([0.1, 0.025])
     assert split["usd_per_million_decode"].to_list() == pytest.approx([1.2, 0.3])
     paid = split["usd_per_million_input"] * 8192 + split["usd_per_million_decode"] * 1024

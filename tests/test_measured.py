@@ -12,7 +12,7 @@ import pytest
 
 from llmsweep.calibrate import compare, read_measurements
 
-from .conftest import DATA
+from .conftest import DATA, REFERENCE, needs_reference
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +141,11 @@ def test_same_engine_decode_follows_bandwidth_across_vendors():
     }
     ratio = speed["h200-sxm"] / speed["mi300x"]  # time per token: inverse speed
     assert ratio == pytest.approx(5300 / 4800, rel=0.15)
+
+
+@needs_reference
+@pytest.mark.parametrize("name", ["measured-dev.csv", "measured-load-dev.csv", "measured-serving-dev.csv"])
+def test_the_development_files_are_copies_of_the_reference(name):
+    """tests/data holds the development measurements byte for byte, so tests that read them there (the
+    fit, the plausible ranges of calibrate) read what shared/reference publishes."""
+    assert (DATA / name).read_bytes() == (REFERENCE / name).read_bytes()

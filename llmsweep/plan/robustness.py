@@ -37,9 +37,9 @@ def moved_traffic(workload: WorkloadSpec | None, factor: float) -> WorkloadSpec 
         return None
     if workload.users is not None:
         return workload.model_copy(update={"users": workload.users * factor})
-    if workload.average_requests_per_s is None:
+    if workload.requests_per_s is None:
         return None
-    rate = workload.average_requests_per_s * factor
+    rate = workload.requests_per_s * factor
     return workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
 
 

@@ -13,6 +13,7 @@ import polars as pl
 
 from llmsweep.columns import SCHEMA, c, text
 from llmsweep.estimate import add_batch_estimates, modes
+from llmsweep.plan.closed_loop import peak_users
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.sizing import (
     AT_CAPACITY,
@@ -119,7 +120,7 @@ def options(lengths_frame: pl.LazyFrame, plan: PlanInputs) -> pl.DataFrame:
     peak = out["peak_requests_per_s"] if w is not None else pl.lit(None, dtype=pl.Float64)
     return out.drop("peak_requests_per_s", strict=False).with_columns(
         peak_requests_per_s=peak,
-        peak_users=pl.lit(w.users * w.peak_factor if w and w.users is not None else None, dtype=pl.Float64),
+        peak_users=pl.lit(peak_users(w) if w and w.users is not None else None, dtype=pl.Float64),
         headroom=pl.lit(w.headroom if w else None, dtype=pl.Float64),
         redundancy=pl.lit(plan.redundancy if w else None, dtype=pl.Int64),
         ttft_target_s=pl.lit(slo.ttft_s if slo else None, dtype=pl.Float64),

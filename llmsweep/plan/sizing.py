@@ -31,8 +31,8 @@ def peak_requests_per_s(workload: WorkloadSpec | None, latency: pl.Expr | None =
         return None
     if workload.users is not None:
         return users_rate(workload, c.request_latency_s if latency is None else latency)
-    if workload.average_requests_per_s is not None:
-        avg = pl.lit(workload.average_requests_per_s)
+    if workload.requests_per_s is not None:
+        avg = pl.lit(workload.requests_per_s)
     else:
         avg = pl.lit(workload.tokens_per_day) / 86_400 / c.output_tokens
     return avg * workload.peak_factor

@@ -50,7 +50,7 @@ from llmsweep.columns import OPTION_KEYS, c
 from llmsweep.estimate import add_layout_estimates, add_length_estimates, disaggregated, load, modes, speculative
 from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import PER_HOUR_USED
-from llmsweep.grid import PAIR_KEYS, Axes, GridParts, keep_filter
+from llmsweep.grid import PAIR_KEYS, Axes, GridParts
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.sizing import CAPACITY_BISECTIONS, MAX_REPLICAS, peak_requests_per_s
 from llmsweep.plan.slo import meets_slo, within_targets
@@ -115,7 +115,7 @@ def candidates(parts: GridParts, searched: tuple[str, ...] = ()) -> pl.LazyFrame
     run. As GridParts.options, built so that only pairs within the budget are ever estimated."""
     if not searched or parts.prefill_layouts is None or parts.workers is None:
         return parts.options()
-    keep = keep_filter([r for r in parts.exclude if "batch" not in r], parts.contexts)
+    keep = parts.option_keep
     # both sides are small (layouts x lengths) and collected once, so each row's id is its own
     decode = add_length_estimates(add_layout_estimates(parts.layouts).join(parts.lengths, how="cross")).collect()
     out = [decode.lazy()] if parts.aggregated else []

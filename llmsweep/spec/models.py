@@ -177,15 +177,6 @@ class WorkloadSpec(_Strict):
             raise ValueError("users and think_time_s go together: each user thinks think_time_s between requests")
         return self
 
-    @property
-    def average_requests_per_s(self) -> float | None:
-        """The average request rate, when it depends on neither the grid's lengths nor the options:
-        requests_per_s. None for tokens_per_day (the rate depends on each row's output tokens) and for
-        users: a user who thinks Z seconds between answers and waits R for each sends one request every
-        Z + R seconds, so N users send N / (Z + R) requests/s (the interactive response time law), R
-        being each option's request latency at its operating point (plan/closed_loop.py)."""
-        return self.requests_per_s
-
 
 class SloSpec(_Strict):
     """Latency targets under load (the serving operating point, DESIGN.md §4); any subset."""
