@@ -949,8 +949,11 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "sequences",
             "Decode batch",
-            "Mean sequences in a decode step at this concurrency (requests still in prefill excluded): the "
-            "replica's in aggregated serving, one decode worker's in disaggregated serving.",
+            "Sequences in the decode steps a request's tokens are generated in, itself included (requests "
+            "still in prefill excluded): the replica's in aggregated serving, one decode worker's in "
+            "disaggregated serving. Under random arrivals (a rate) it is 1 + rate x decode time, so at a "
+            "light load it can exceed the time-average requests in flight (concurrency), which counts "
+            "no request when none is running.",
         ),
         (
             "tpot_s",
@@ -1324,7 +1327,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "sequences",
             "Decode batch at capacity",
-            "Sequences each decode step runs (a disaggregated replica: per decode worker) at capacity_requests_per_s.",
+            "decode_batch at capacity_requests_per_s (a disaggregated replica: per decode worker).",
             False,
         ),
         ("capacity_tpot_s", F, "s", "TPOT at capacity", "Time per output token at capacity_requests_per_s.", False),
