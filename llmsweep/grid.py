@@ -337,6 +337,8 @@ def speculation_table_row(spec: Speculation, draft) -> dict:
         "draft_params_total": float(draft.params_total) if draft else None,
         "draft_params_active": float(draft.params_active) if draft else None,
         "draft_layers": draft.layers if draft else None,
+        "draft_kv_elements_per_token": float(draft.kv_elements_per_token) if draft else None,
+        "draft_kv_heads": draft.kv_heads if draft else None,
     }
 
 

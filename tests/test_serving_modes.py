@@ -159,6 +159,8 @@ def test_kv_transfer_of_an_8k_deepseek_r1_prompt_over_a_50_gb_s_nic():
         )
     ]
     assert row["kv_transfer_bytes"] == 61 * 576 * 2 * 8192 == 575_668_224
+    # the decode workers' tp 8 replicates the latent too: each receiving GPU takes the whole of it
+    assert row["prefill_kv_shard_bytes"] == row["decode_kv_shard_bytes"] == 575_668_224
     assert row["kv_link"] == "scale-out"
     assert row["kv_transfer_s"] == pytest.approx(575_668_224 / 50e9, rel=1e-12)
     assert row["gpus"] == 24 and row["prefill_pool_gpus"] == 8 and row["decode_pool_gpus"] == 16
@@ -206,7 +208,51 @@ def test_each_prefill_gpu_sends_its_own_shard_of_a_recurrent_state():
     assert row["kv_link"] == "scale-out"
     assert row["kv_transfer_bytes"] == 30_720 * 8192 + 192_061_440
     assert row["prefill_kv_shard_bytes"] == 30_720 * 8192 / 2 + 192_061_440 / 8 == 149_836_800
+    assert row["decode_kv_shard_bytes"] == 149_836_800  # the decode worker's tp 8 splits it alike
     assert row["kv_transfer_s"] == pytest.approx(149_836_800 / 50e9, rel=1e-12)
+
+
+def test_one_decode_gpu_receives_the_whole_prompt_from_eight_prefill_gpus():
+    # Llama-3.1-8B, 4,096-token prompts at 16 bits: 2 x 32 layers x 8 KV heads x 128 x 2 bytes =
+    # 131,072 bytes per token, 536,870,912 bytes a prompt. The prefill worker at tp 8 splits the 8 KV
+    # heads one per GPU: each of its 8 GPUs sends 536,870,912 / 8 = 67,108,864 bytes (1.34 ms on its
+    # 50 GB/s NIC). The decode worker at tp 1 holds the whole cache on one GPU, whose one NIC receives
+    # all 536,870,912 bytes: tau = max(67,108,864, 536,870,912) / 50e9 = 10.737 ms (ideal: efficiency
+    # 1, no latency), not the sender's 1.34 ms. The replica's 8 + 1 = 9 GPUs are more than one HGX
+    # server's 8, so the NICs carry it.
+    (row,) = estimate_rows(
+        gpu="h100-sxm",
+        model=L8,
+        tp=1,
+        prefill_tp=8,
+        input_tokens=4096,
+        output_tokens=512,
+        batch=64,
+        mode="disaggregated",
+        prefill_workers=1,
+        decode_workers=1,
+    )
+    assert row["kv_link"] == "scale-out"
+    assert row["kv_transfer_bytes"] == 131_072 * 4096 == 536_870_912
+    assert row["prefill_kv_shard_bytes"] == 536_870_912 / 8 == 67_108_864
+    assert row["decode_kv_shard_bytes"] == 536_870_912
+    assert row["kv_transfer_s"] == pytest.approx(536_870_912 / 50e9, rel=1e-12)
+    assert row["kv_transfer_s"] == pytest.approx(0.010737, abs=1e-6)
+    # the other way round (prefill tp 1, decode tp 8) the one prefill GPU sends it all: the same 10.7 ms
+    (back,) = estimate_rows(
+        gpu="h100-sxm",
+        model=L8,
+        tp=8,
+        prefill_tp=1,
+        input_tokens=4096,
+        output_tokens=512,
+        batch=64,
+        mode="disaggregated",
+        prefill_workers=1,
+        decode_workers=1,
+    )
+    assert back["prefill_kv_shard_bytes"] == 536_870_912 and back["decode_kv_shard_bytes"] == 67_108_864
+    assert back["kv_transfer_s"] == pytest.approx(row["kv_transfer_s"], rel=1e-12)
 
 
 def test_open_loop_disaggregated_x1_is_md1():
@@ -322,6 +368,59 @@ def test_speculation_adds_the_draft_weights_to_memory():
     assert mtp["draft_weight_bytes"] == pytest.approx(plain["model_weight_bytes"] / 80)
     assert mtp["weight_bytes"] == pytest.approx(plain["weight_bytes"] * (1 + 1 / 80))
     assert mtp["max_batch"] < plain["max_batch"]
+
+
+def test_a_draft_models_kv_cache_is_its_own_not_its_parameter_share():
+    # Llama-3.1-70B drafted by Llama-3.1-8B, k = 3, tp 4, 32 sequences of 8,192 + 1,024 tokens, 16-bit
+    # KV. The draft's parameters are f = 8.03e9 / 70.55e9 = 0.114 of the target's, but its cache is
+    # 2 x 32 x 8 x 128 x 2 = 131,072 bytes per token against the target's 2 x 80 x 8 x 128 x 2 =
+    # 327,680: r = 0.40. Both split their 8 KV heads over tp 4, so each GPU holds
+    # 32 x 9,216 x (327,680 + 131,072) / 4 = 32 x 9,216 x 114,688 = 33,822,867,456 bytes
+    # = 24,159,191,040 (the target's) x 1.40, not x 1.114 (26.9e9).
+    kw = dict(gpu="h100-sxm", model=L70, tp=4, batch=32, input_tokens=8192, output_tokens=1024)
+    plain = estimate_row(**kw)
+    draft = estimate_row(**kw, speculative=speculation(method="draft", draft_tokens=3, draft_model=L8))
+    assert draft["draft_fraction"] == pytest.approx(8_030_261_248 / 70_553_706_496, rel=1e-12)  # 0.1138
+    assert draft["draft_kv_ratio"] == 131_072 / 327_680 == 0.4
+    assert plain["kv_cache_bytes"] == 32 * 9216 * 327_680 / 4 == 24_159_191_040
+    assert draft["kv_cache_bytes"] == pytest.approx(32 * 9216 * 114_688, rel=1e-12)
+    assert draft["kv_cache_bytes"] == pytest.approx(plain["kv_cache_bytes"] * 1.4, rel=1e-12)
+    # KV reads: the target reads its cache once, each of the 3 draft passes its own, 0.4 of it:
+    # 1 + 3 x 0.4 = 2.2 times the target's 32 x 8,704 (mean context) x 327,680 = 91,268,055,040 bytes
+    # (the step's bytes less its weights, decode_weight_fraction; the weights stay at f)
+    assert draft["spec_kv_factor"] == pytest.approx(2.2, rel=1e-12)
+
+    def kv_reads(row):
+        return row["decode_bytes_per_step"] * (1 - row["decode_weight_fraction"])
+
+    assert kv_reads(plain) == pytest.approx(32 * 8704 * 327_680, rel=1e-9)
+    assert kv_reads(draft) == pytest.approx(32 * 8704 * 327_680 * 2.2, rel=1e-9)
+
+
+def test_a_draft_with_fewer_kv_heads_than_tp_holds_them_replicated():
+    # Qwen2.5-32B (64 layers, 8 KV heads: 262,144 bytes per token at 16 bits) drafted by Qwen2.5-7B
+    # (28 layers, 4 KV heads: 2 x 28 x 4 x 128 x 2 = 57,344 bytes), k = 3, tp 8: the target's heads
+    # are split 8 ways, the draft's 4 only (a KV head is never split), so each GPU holds
+    # 262,144 / 8 + 57,344 / 4 = 32,768 + 14,336 = 47,104 bytes per token. r = 57,344 / 262,144 =
+    # 0.21875, and the draft's heads are read on twice as many ranks: r' = 0.21875 x 8 / 4 = 0.4375.
+    kw = dict(gpu="h100-sxm", model="Qwen/Qwen2.5-32B", tp=8, batch=8, input_tokens=4096, output_tokens=1024)
+    draft = estimate_row(**kw, speculative=speculation(method="draft", draft_tokens=3, draft_model="Qwen/Qwen2.5-7B"))
+    assert draft["draft_kv_ratio"] == pytest.approx(0.21875, rel=1e-12)
+    assert draft["kv_cache_bytes"] == pytest.approx(8 * 5120 * 47_104, rel=1e-12)
+    assert draft["spec_kv_factor"] == pytest.approx(1 + 3 * 0.4375, rel=1e-12)
+
+
+def test_mtp_and_eagle_draft_kv_stays_one_layer_of_the_targets():
+    # One decoder layer of the target's shape: r = f = 1 / 80 for Llama-3.1-70B, its cache 1/80 of the
+    # target's on each GPU, its reads 1/80 per draft pass.
+    kw = dict(gpu="h100-sxm", model=L70, precision="fp8", tp=2, batch=16, input_tokens=2048, output_tokens=256)
+    plain = estimate_row(**kw)
+    for method in ("mtp", "eagle"):
+        row = estimate_row(**kw, speculative=speculation(method=method, draft_tokens=2, acceptance=0.8))
+        assert row["draft_kv_ratio"] == pytest.approx(1 / 80, rel=1e-12)
+        assert row["draft_fraction"] == pytest.approx(1 / 80, rel=1e-12)
+        assert row["kv_cache_bytes"] == pytest.approx(plain["kv_cache_bytes"] * (1 + 1 / 80), rel=1e-12)
+        assert row["spec_kv_factor"] == pytest.approx(1 + 2 / 80, rel=1e-12)
 
 
 # -- prefix caching ----------------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ def add_layout_estimates(frame: pl.LazyFrame) -> pl.LazyFrame:
             layout_reason=parallel.layout_reason(),
             tokens_per_step=speculative.tokens_per_step(),
             draft_fraction=speculative.draft_fraction(),
+            draft_kv_ratio=speculative.draft_kv_ratio(),
         )
         .with_columns(
             comm_fixed_s=parallel.comm_fixed_s(),

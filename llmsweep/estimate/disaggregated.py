@@ -11,7 +11,8 @@ its terms joined as prefill_* columns (`pair`). A request:
    serves x = prefill_workers x prefill_dp_attention prompts at once (prefill_servers);
 2. has its prompt's KV cache moved to a decode worker: tau = kv_transfer_s, the prompt's KV bytes
    over the link between the pools (NVLink when both pools sit in one scale-up domain, else the
-   NICs; each of the prefill worker's KV shards sends over its own GPU's link);
+   NICs; each of the prefill worker's GPUs sends its shard over its own link, and each of the
+   decode worker's GPUs receives its shard over its own link, so the busier side sets the time);
 3. decodes there: its first decode step returns the first token and k = (S_out - 1) / E more steps
    follow, each t_d(b) at the decode worker's batch b with no prefill interleaved.
 
@@ -59,7 +60,7 @@ import polars as pl
 
 from llmsweep.columns import POOL_COLUMNS, c, text
 from llmsweep.estimate import compute, load, parallel, speculative
-from llmsweep.estimate.memory import kv_gpu_bytes, kv_sequence_bytes
+from llmsweep.estimate.memory import kv_sequence_bytes, target_kv_gpu_bytes
 from llmsweep.estimate.parallel import SCALE_OUT, SCALE_UP
 
 AGGREGATED, DISAGGREGATED = "aggregated", "disaggregated"
@@ -101,7 +102,7 @@ DISAGGREGATED_ONLY = (
 def prefill_worker_memory() -> pl.Expr:
     """Memory of a prefill worker's GPU: weights + overhead + one prompt's KV cache (its shard) +
     the workspace of one chunk of it (the prompt leaves for the decode pool once prefilled)."""
-    kv = kv_gpu_bytes(c.input_tokens)
+    kv = target_kv_gpu_bytes(c.input_tokens)
     chunk = pl.min_horizontal(c.prefill_new_tokens, c.prefill_chunk_tokens) * c.activation_bytes_per_token
     return c.weight_bytes + c.overhead_bytes + kv + chunk + c.logits_bytes_per_sequence
 
@@ -114,9 +115,9 @@ def pair(
     settings (`keys`), and every (prefill_workers, decode_workers) of `workers` (None: the decode
     rows carry their own). The decode option keeps its own layout; the prefill option's terms
     replace the prompt's (PREFILL_TERMS)."""
-    side = prefill.with_columns(_prefill_memory=prefill_worker_memory(), _kv_shard=kv_gpu_bytes(c.input_tokens)).select(
-        *keys, *(pl.col(k).alias(v) for k, v in PREFILL_TERMS.items())
-    )
+    side = prefill.with_columns(
+        _prefill_memory=prefill_worker_memory(), _kv_shard=target_kv_gpu_bytes(c.input_tokens)
+    ).select(*keys, *(pl.col(k).alias(v) for k, v in PREFILL_TERMS.items()))
     own = () if workers is None else ("prefill_workers", "decode_workers")
     frame = decode.drop(*PREFILL_TERMS.values(), *own, strict=False).join(
         side, on=keys, how="inner", maintain_order="left_right"
@@ -133,6 +134,7 @@ def pair(
         .with_columns(
             gpus=c.prefill_pool_gpus + c.decode_pool_gpus,
             kv_transfer_bytes=kv_sequence_bytes(c.input_tokens),
+            decode_kv_shard_bytes=target_kv_gpu_bytes(c.input_tokens),
         )
         .with_columns(kv_link=kv_link())
         .with_columns(
@@ -158,19 +160,29 @@ def kv_link() -> pl.Expr:
 
 
 def kv_transfer_s() -> pl.Expr:
-    """tau = the busiest sender's KV bytes / (per-GPU link bandwidth x kv_transfer_efficiency) + the
-    link's latency: each of the prefill worker's GPUs sends its own shard of the prompt's cache over its
-    own GPU's link, prefill_kv_shard_bytes (memory.kv_gpu_bytes at input_tokens: attention KV split over
-    the KV heads, a recurrent state over tp). DeepSeek-R1, 8,192 tokens of a 16-bit latent (70,272 bytes
-    per token, replicated on every tp rank: one shard), on a 50 GB/s NIC at efficiency 1:
-    575,668,224 / 50e9 = 11.5 ms."""
+    """tau = max(busiest sender's shard, busiest receiver's shard) / (per-GPU link bandwidth x
+    kv_transfer_efficiency) + the link's latency [s]. Every GPU moves its own shard of the prompt's
+    cache over its own link (NVLink port or NIC) and the shards move at once, so the transfer ends
+    when the GPU with the most bytes on either side has moved them: each of the prefill worker's GPUs
+    sends prefill_kv_shard_bytes and each of the decode worker's GPUs receives decode_kv_shard_bytes,
+    both memory.target_kv_gpu_bytes at input_tokens under that worker's own layout (attention KV
+    split over its KV heads, a recurrent state over tp; the target's cache only: the prefill worker
+    runs no draft). The GPUs of one type share a per-GPU link bandwidth, so one bandwidth serves
+    both sides.
+
+    DeepSeek-R1, 8,192 tokens of a 16-bit latent (70,272 bytes per token, replicated on every tp rank
+    on both sides: one full shard each), on a 50 GB/s NIC at efficiency 1: 575,668,224 / 50e9 =
+    11.5 ms. Llama-3.1-8B, 4,096 tokens of 131,072 bytes = 536,870,912 bytes from a tp 8 prefill
+    worker (8 KV heads: 67,108,864 bytes per sender, 1.34 ms) to a tp 1 decode worker, whose one GPU
+    receives all of it: 536,870,912 / 50e9 = 10.7 ms."""
     bandwidth = (
         pl.when(c.kv_link == SCALE_UP)
         .then(c.scale_up_bandwidth_bytes_per_s)
         .otherwise(c.scale_out_bandwidth_bytes_per_s)
     )
     latency = pl.when(c.kv_link == SCALE_UP).then(c.allreduce_latency_s).otherwise(c.network_latency_s)
-    moved = c.prefill_kv_shard_bytes / (bandwidth * c.kv_transfer_efficiency)
+    busiest = pl.max_horizontal(c.prefill_kv_shard_bytes, c.decode_kv_shard_bytes)
+    moved = busiest / (bandwidth * c.kv_transfer_efficiency)
     return pl.when(c.input_tokens > 0).then(moved + latency).otherwise(0.0)
 
 

@@ -137,12 +137,33 @@ def attention_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
     return c.kv_full_bytes_per_token * context / c.full_kv_split + window / c.kv_split
 
 
+def target_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
+    """One GPU's share of one sequence's cache of the target model at `context` tokens: its attention
+    KV (attention_kv_gpu_bytes) + state / state_split. Qwen3.5-397B at tp 8: its 2 KV heads are split
+    2 ways (each on 4 GPUs), its DeltaNet state 8 ways. What a disaggregated prompt moves, shard by
+    shard (estimate/disaggregated.py)."""
+    return attention_kv_gpu_bytes(context) + c.state_bytes_per_sequence / state_split()
+
+
+def draft_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
+    """One GPU's share of one sequence's speculative-draft cache at `context` tokens (bytes; 0
+    without speculation; estimate/speculative.py). A draft model caches its own KV elements per token
+    at the row's KV format, r x kv_bytes_per_token (r = draft_kv_ratio), split as the target's is over
+    its own KV heads: draft elements x b_kv x context / (pp x min(tp, h_kv,draft)) (a KV head is never
+    split, kv_split). mtp, eagle: one layer of the target's shape, split as the target's layers are:
+    r x attention_kv_gpu_bytes(context), r = 1 / L. Llama-3.1-8B drafting for Llama-3.1-70B at tp 4,
+    16-bit: 131,072 / 4 = 32,768 bytes per token on each GPU next to the target's 327,680 / 4 =
+    81,920, 0.40 of it (not f = 0.114, the parameter ratio)."""
+    split = c.pp * pl.min_horizontal(c.tp, c.draft_kv_heads)
+    own = c.draft_kv_elements_per_token * c.kv_bytes_per_element * context / split
+    layer = c.draft_kv_ratio * attention_kv_gpu_bytes(context)
+    return pl.when(c.draft_tokens == 0).then(0.0).otherwise(pl.coalesce(own, layer))
+
+
 def kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
-    """One GPU's share of one sequence's cache at `context` tokens: its attention KV
-    (attention_kv_gpu_bytes) x (1 + f) + state / state_split, f = the speculative draft's KV share (0
-    without one; its layer's cache, estimate/speculative.py). Qwen3.5-397B at tp 8: its 2 KV heads
-    are split 2 ways (each on 4 GPUs), its DeltaNet state 8 ways."""
-    return attention_kv_gpu_bytes(context) * (1 + c.draft_fraction) + c.state_bytes_per_sequence / state_split()
+    """One GPU's share of one sequence's cache at `context` tokens: the target's
+    (target_kv_gpu_bytes) + the speculative draft's (draft_kv_gpu_bytes; 0 without one)."""
+    return target_kv_gpu_bytes(context) + draft_kv_gpu_bytes(context)
 
 
 def kv_context_bytes_per_sequence() -> pl.Expr:
@@ -153,10 +174,10 @@ def kv_context_bytes_per_sequence() -> pl.Expr:
 
 def shared_prefix_bytes() -> pl.Expr:
     """One GPU's copy of a prefix common to every request (prefix_shared), t = input_tokens -
-    prefill_new_tokens tokens: attention_kv_gpu_bytes(t) x (1 + f) (no state: that is per sequence);
-    0 otherwise."""
+    prefill_new_tokens tokens: attention_kv_gpu_bytes(t) + draft_kv_gpu_bytes(t) (no state: that is
+    per sequence); 0 otherwise."""
     t = prefix.shared_prefix_tokens()
-    return attention_kv_gpu_bytes(t) * (1 + c.draft_fraction)
+    return attention_kv_gpu_bytes(t) + draft_kv_gpu_bytes(t)
 
 
 def kv_cache_bytes(batch: pl.Expr) -> pl.Expr:

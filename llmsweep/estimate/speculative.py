@@ -16,17 +16,26 @@ One step of b sequences (the shared decode-step terms of compute.py and load.ste
   cache is read once, since the q queries of a sequence attend in one kernel pass (FlashMLA's and
   FlashInfer's query-length dimension) — DESIGN.md says "KV reads scale with k + 1"; reading the
   cache once is what the kernels do, and the difference matters only at long contexts;
-- each of the k draft passes costs a fraction f of a one-token target pass (its weights, FLOPs, KV
-  and communication): f = 1 / layers for mtp and eagle (one layer of the target's size), f =
-  draft active parameters / target active parameters for a draft model; plus its own fixed costs
-  (a forward pass: step overhead + its layers' overheads).
+- each of the k draft passes costs a fraction f of a one-token target pass in weights, FLOPs and
+  communication: f = 1 / layers for mtp and eagle (one layer of the target's size), f = draft
+  active parameters / target active parameters for a draft model; plus its own fixed costs (a
+  forward pass: step overhead + its layers' overheads);
+- and reads its own KV cache, a fraction r of the target's (draft_kv_ratio): r = 1 / layers for
+  mtp and eagle (one layer of the target's shape: r = f), r = the draft model's KV bytes per token
+  over the target's for a draft model, which is not f: a small GQA model keeps a larger share of
+  its parameters in KV heads (Llama-3.1-8B drafting for Llama-3.1-70B: f = 0.114, r = 0.40). The
+  draft's cache is held next to the target's (memory.kv_gpu_bytes).
 
 So with g the sequences of an attention group, F and KV one sequence's FLOPs and KV bytes:
 
-    compute = g (q + k f) F s/FLOP,   memory = (W(q b) + k f W(b) + g (1 + k f) KV) s/byte,
+    compute = g (q + k f) F s/FLOP,   memory = (W(q b) + k f W(b) + g (1 + k r') KV) s/byte,
     communication = comm(g (q + k f)),  fixed = fixed_step_s + k (step overhead + draft layers x layer overhead)
 
-(load.step_s; W(t) = weights t tokens read, compute.weight_bytes_read). The step yields E tokens
+(load.step_s; W(t) = weights t tokens read, compute.weight_bytes_read; r' = r with each side's
+tp replicas of a KV head, kv_factor). The draft's attention FLOPs are taken at f with the rest of
+its pass (compute.py multiplies a whole one-token pass by q + k f), though they scale with its own
+layers x query heads x head dim: 0.2 of the target's for Llama-3.1-8B under 70B, not 0.114; at
+8,192 tokens of context that is about 1 % of the step's FLOPs. The step yields E tokens
 per sequence on average (tokens_per_step): for an i.i.d. per-token acceptance alpha,
 E = (1 - alpha^(k+1)) / (1 - alpha) (Leviathan et al., ICML 2023, eq. 1); for per-position rates
 a_1..a_k, E = 1 + a_1 + a_1 a_2 + ... (the spec resolves them). TPOT = step / E, and the S_out - 1
@@ -72,12 +81,36 @@ def tokens_per_step() -> pl.Expr:
 
 
 def draft_fraction() -> pl.Expr:
-    """f: one draft pass's weights, FLOPs and KV over one target pass's. mtp, eagle: one decoder
-    layer, 1 / L (DeepSeek-R1: 1 / 61); draft: active parameters over the target's (Llama-3.2-1B for
-    Llama-3.1-70B: 1.24e9 / 70.6e9 = 0.0175). 0 without speculation."""
+    """f: one draft pass's weights, weight FLOPs and communication over one target pass's (not its
+    KV: draft_kv_ratio). mtp, eagle: one decoder layer, 1 / L (DeepSeek-R1: 1 / 61); draft: active
+    parameters over the target's (Llama-3.2-1B for Llama-3.1-70B: 1.24e9 / 70.6e9 = 0.0175). 0
+    without speculation."""
     layer = 1 / c.layers.cast(pl.Float64)
     own = pl.coalesce(c.draft_params_active / c.params_active, layer)
     return pl.when(c.draft_tokens > 0).then(own).otherwise(0.0)
+
+
+def draft_kv_ratio() -> pl.Expr:
+    """r: the KV bytes one draft pass caches per token over the target's, both at the row's KV
+    format (the engine keeps both caches in it), so the element counts' ratio. mtp, eagle: one
+    decoder layer of the target's shape, 1 / L, as f. draft: the draft model's KV elements per token
+    (2 x L x h_kv x d_h, catalog/architecture.py) over the target's. Llama-3.1-8B drafting for
+    Llama-3.1-70B: 2 x 32 x 8 x 128 / (2 x 80 x 8 x 128) = 65,536 / 163,840 = 0.40 (131,072 /
+    327,680 bytes per token at 16 bits), where its parameters are f = 8.03e9 / 70.55e9 = 0.114 of the
+    target's. The draft's cache is taken as full attention over the whole context (a draft with
+    sliding-window layers holds less). 0 without speculation, and for a target that caches no KV
+    per token (no catalog model)."""
+    layer = 1 / c.layers.cast(pl.Float64)
+    own = c.draft_kv_elements_per_token / c.kv_elements_per_token
+    return (
+        pl.when(c.draft_tokens == 0)
+        .then(0.0)
+        .when(c.draft_kv_elements_per_token.is_null())
+        .then(layer)
+        .when(c.kv_elements_per_token > 0)
+        .then(own)
+        .otherwise(0.0)
+    )
 
 
 def draft_weight_bytes() -> pl.Expr:
@@ -95,8 +128,16 @@ def token_factor() -> pl.Expr:
 
 
 def kv_factor() -> pl.Expr:
-    """1 + k f: KV reads per sequence and step (the target once, each draft pass its share)."""
-    return 1 + c.draft_tokens * c.draft_fraction
+    """1 + k r': KV bytes a step reads per sequence over the target's reads alone (the target reads
+    its cache once, each of the k draft passes its own). The reads count a KV head on every tp rank
+    that holds a copy (compute.decode_kv_bytes_per_sequence), so a draft model's share is
+    r' = r x min(tp, h_kv) / min(tp, h_kv,draft) (r = draft_kv_ratio; the factor is 1 unless one
+    side's heads are fewer than tp), and r' = r = 1 / L for mtp and eagle (the target's own shape).
+    Llama-3.1-70B with Llama-3.1-8B, k = 3, tp 4 (8 KV heads each): 1 + 3 x 0.40 = 2.2. Exact when
+    every target layer caches every token (dense GQA, MLA); with window, DSA or recurrent layers in
+    the target the draft's reads are taken as the same share of the target's."""
+    replicas = pl.min_horizontal(c.tp, c.full_kv_heads) / pl.min_horizontal(c.tp, c.draft_kv_heads)
+    return 1 + c.draft_tokens * c.draft_kv_ratio * pl.coalesce(replicas, pl.lit(1.0))
 
 
 def fixed_s() -> pl.Expr:
