@@ -254,6 +254,32 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Active parameters",
             "P_a: parameters used per token (MoE: k of E).",
         ),
+        (
+            "embedding_params",
+            F,
+            "parameters",
+            "Embedding",
+            "V x d: the token embedding table (a lookup: a pass reads only its tokens' rows).",
+            False,
+        ),
+        (
+            "lm_head_params",
+            F,
+            "parameters",
+            "LM head",
+            "The d -> V output projection (V x d; GPT-J adds a V bias); the embedding table itself when tied.",
+            False,
+        ),
+        ("tied_embeddings", B, "", "Tied embeddings", "The LM head is the embedding table (counted once in P).", False),
+        (
+            "unconverted_params",
+            F,
+            "parameters",
+            "Unconverted modules",
+            "Parameters the checkpoint keeps at 16 bits beyond the embedding and LM head (its config's "
+            "modules_to_not_convert / ignore: gpt-oss's attention and routers), in its own format only; else 0.",
+            False,
+        ),
         ("layers", I, "layers", "Layers", "L.", False),
         (
             "tp_allreduces",
@@ -381,6 +407,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ),
         ("mlp_active_width", I, "", "Active MLP width", "Intermediate width a token passes through.", False),
         ("bytes_per_weight", F, "bytes", "Bytes per weight", "b_w, quantisation scales included."),
+        (
+            "unquantized_bytes_per_weight",
+            F,
+            "bytes",
+            "Bytes per unquantised weight",
+            "b_u: the embedding, LM head and unconverted modules: 2 (16-bit) in quantised formats but GGUF, else b_w.",
+            False,
+        ),
         (
             "kv_cache_format",
             S,
@@ -631,7 +665,30 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("activation_bytes_per_token", F, "bytes", "", "Live activations per prefill token on one GPU.", False),
         ("logits_bytes_per_sequence", F, "bytes", "", "fp32 logits of one sequence on one GPU.", False),
         ("free_bytes", F, "bytes", "", "Usable memory left after weights and overhead.", False),
-        ("flops_per_token", F, "FLOP", "", "2 x P_a: matmul FLOPs of one token.", False),
+        (
+            "flops_per_token",
+            F,
+            "FLOP",
+            "",
+            "2 x (P_a - untied embedding): matmul FLOPs of one decoded token, LM head included.",
+            False,
+        ),
+        (
+            "prefill_flops_per_token",
+            F,
+            "FLOP",
+            "",
+            "2 x (P_a - embedding - LM head): matmul FLOPs of one prompt token (logits only at the last).",
+            False,
+        ),
+        (
+            "unquantized_flop_cost",
+            F,
+            "",
+            "",
+            "(F f_w) / F_16: weight-matmul FLOPs one FLOP of a 16-bit-kept weight (LM head) costs.",
+            False,
+        ),
         ("attention_flops_per_key", F, "FLOP", "", "4 x L x h_q x d_h: attention FLOPs per (query, key).", False),
         (
             "decode_attention_flops_per_key",
@@ -642,6 +699,15 @@ COLUMNS: tuple[Column, ...] = tuple(
             False,
         ),
         ("routed_expert_bytes", F, "bytes", "", "All routed experts of all MoE layers (0 = dense).", False),
+        (
+            "embedding_table_bytes",
+            F,
+            "bytes",
+            "",
+            "V d b_u of an untied embedding table, which a pass does not stream (0 when tied: the LM head).",
+            False,
+        ),
+        ("embedding_row_bytes", F, "bytes", "", "d b_u: one token's embedding row, which a pass gathers.", False),
         ("expert_miss_log", F, "", "", "ln(1 - k/E): a token skips a given expert with probability e^this.", False),
         (
             "seconds_per_flop",
@@ -770,7 +836,14 @@ COLUMNS: tuple[Column, ...] = tuple(
     )
     + _cols(
         "estimate",
-        ("model_weight_bytes", F, "bytes", "Model weights", "P x b_w: all weights of one replica."),
+        (
+            "model_weight_bytes",
+            F,
+            "bytes",
+            "Model weights",
+            "P x b_w: all weights of one replica; quantised formats (not GGUF) keep the embedding and LM head "
+            "(and a checkpoint's unconverted modules) at 16 bits.",
+        ),
         ("worker_gpus", I, "GPUs", "GPUs per worker", "tp x pp x dp_attention: one (decode) worker."),
         (
             "prefill_worker_gpus",
@@ -903,7 +976,13 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Max batch",
             "Largest batch that fits at this context (0 = not even one).",
         ),
-        ("prefill_flops", F, "FLOP", "Prefill FLOPs", "One prompt: 2 P_a S_in + attention."),
+        (
+            "prefill_flops",
+            F,
+            "FLOP",
+            "Prefill FLOPs",
+            "One prompt: 2 (P_a - embedding - LM head) S_in + the LM head once (last position) + attention.",
+        ),
         ("prefill_s", F, "s", "Prefill time", "Time to prefill one prompt alone: the single-stream TTFT."),
         ("prefill_tokens_per_s", F, "tokens/s", "Prefill tokens/s", "input_tokens / prefill_s."),
         (

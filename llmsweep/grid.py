@@ -203,6 +203,9 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
                 "model": mid,
                 "params_total": float(a.params_total),
                 "params_active": float(a.params_active),
+                "embedding_params": float(a.embedding_params),
+                "lm_head_params": float(a.lm_head_params),
+                "tied_embeddings": a.tied_embeddings,
                 "layers": a.layers,
                 "tp_allreduces": a.tp_allreduces,
                 "hidden_size": a.hidden_size,
@@ -234,6 +237,24 @@ def model_table(catalog: Catalog, models: Sequence[str]) -> pl.LazyFrame:
     return _frame(rows)
 
 
+def checkpoint_table(catalog: Catalog, pairs: Sequence[tuple[str, str]]) -> pl.LazyFrame:
+    """model x precision pairs with the parameters the checkpoint keeps unconverted in that format
+    (ModelEntry.kept_params: gpt-oss's attention and routers in mxfp4, 0 in any other format)."""
+    pairs = list(dict.fromkeys(pairs))
+    return pl.LazyFrame(
+        {
+            "model": [m for m, _ in pairs],
+            "precision": [p for _, p in pairs],
+            "unconverted_params": [float(catalog.model(m).kept_params(p)) for m, p in pairs],
+        },
+        schema={
+            "model": SCHEMA["model"],
+            "precision": SCHEMA["precision"],
+            "unconverted_params": SCHEMA["unconverted_params"],
+        },
+    )
+
+
 def auto_precision(catalog: Catalog, model: str, named: Mapping[str, str]) -> str:
     """What the precision `auto` means for a model: the format its name states (a -FP8, -AWQ,
     -NVFP4 repackaging), else its checkpoint's own (config.json's quantization_config), else bf16."""
@@ -259,13 +280,18 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
         attention_flops, _ = g.peak_flops(p.activation_dtype)
         fp8_flops, fp8_used = g.peak_flops("fp8")
         note = None
-        if flops and used != p.compute_dtype:
+        if flops and used != p.compute_dtype and p.compute_dtype == "fp4":
+            # a 4-bit float format without FP4 units is weight-only (W4A16): the weights are
+            # dequantised to 16-bit for the matmuls (vLLM's Marlin, gpt-oss's triton kernels on Hopper)
+            note = f"{gid} has no published fp4 rate; {pid} runs weight-only: matmuls use its {used} rate"
+        elif flops and used != p.compute_dtype:
             note = f"{gid} has no published {p.compute_dtype} rate; matmuls use its {used} rate"
         rates.append(
             {
                 "gpu": gid,
                 "precision": pid,
                 "bytes_per_weight": p.bytes_per_weight,
+                "unquantized_bytes_per_weight": p.unquantized_bytes_per_weight,
                 "activation_bytes_per_element": p.activation_bytes,
                 "compute_dtype": used,
                 "peak_flops_per_s": flops,
@@ -466,10 +492,7 @@ def grid_parts(
     rates = precision_table(catalog, axes.gpu, precisions)
     engines = resolved_engines(catalog, axes.gpu, axes.engine)
     kv = kv_table(catalog, engines, axes.model, precisions, axes.kv_precision)
-    by_model = pl.LazyFrame(
-        {"model": [m for m, _ in pairs], "precision": [p for _, p in pairs]},
-        schema={"model": SCHEMA["model"], "precision": SCHEMA["precision"]},
-    )
+    by_model = checkpoint_table(catalog, pairs)
     left = {"how": "left", "maintain_order": "left"}
     hardware = (
         gpu_table(catalog, axes.gpu, profile, axes.engine)

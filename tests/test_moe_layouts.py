@@ -29,14 +29,16 @@ def test_routed_and_dense_parameters():
 
 
 def test_deepseek_r1_fp8_weights_on_8_b200_with_ep8_and_attention_dp8():
-    # fp8 = 1 byte per weight. Attention and dense layers are copied on each of the 8 attention
-    # groups (tp 1 each), the routed experts are spread over all 8 GPUs:
-    # 17,117,648,384 + 653,908,770,816 / 8 = 17,117,648,384 + 81,738,596,352 = 98,856,244,736 bytes
+    # fp8 = 1 byte per weight, but the embedding and LM head stay bf16 (2 x 129,280 x 7,168 =
+    # 1,853,358,080 parameters, 1 byte more each). Attention and dense layers are copied on each of
+    # the 8 attention groups (tp 1 each), the routed experts are spread over all 8 GPUs:
+    # 17,117,648,384 + 1,853,358,080 + 653,908,770,816 / 8 = 18,971,006,464 + 81,738,596,352
+    # = 100,709,602,816 bytes
     row = r1(tp=1, dp_attention=8, ep=8, batch=64)
     assert row["gpus"] == 8 and row["reason"] is None and row["fits"]
-    assert row["weight_bytes"] == 98_856_244_736
-    # tp 8 instead splits everything 8 ways (ep does not change memory): 671,026,419,200 / 8
-    assert r1(tp=8, ep=8)["weight_bytes"] == r1(tp=8, ep=1)["weight_bytes"] == 83_878_302_400
+    assert row["weight_bytes"] == 100_709_602_816
+    # tp 8 instead splits everything 8 ways (ep does not change memory): 672,879,777,280 / 8
+    assert r1(tp=8, ep=8)["weight_bytes"] == r1(tp=8, ep=1)["weight_bytes"] == 84_109_972_160
 
 
 def test_each_attention_group_caches_only_its_own_sequences():
@@ -55,12 +57,15 @@ def test_decode_step_bytes_of_the_busiest_group():
     # ideal profile: uniform routing. 64 sequences touch a fraction 1 - (1 - 8/256)^64 = 0.868916
     # of the experts; the group reads its dense copy, 1/8 of the routed experts at the share the
     # busiest ep rank touches (0.954497, test_the_busiest_expert_parallel_rank_sets_the_step) and
-    # its 8 sequences' KV at the mean context 1,024 + 128 = 1,152 tokens (70,272 bytes each).
+    # its 8 sequences' KV at the mean context 1,024 + 128 = 1,152 tokens (70,272 bytes each). Its
+    # dense copy holds the bf16 embedding and LM head, 1,853,358,080 bytes more than at fp8, but the
+    # step does not stream the 2 x 926,679,040-byte embedding table: it gathers the 64 tokens' rows,
+    # 64 x 7,168 x 2 = 917,504 bytes (all the replica's tokens, as the experts are counted).
     busiest = 0.9544973255939503
-    expected = R1_DENSE + R1_ROUTED * busiest / 8 + 8 * 1_152 * 70_272
+    expected = R1_DENSE + R1_ROUTED * busiest / 8 + 8 * 1_152 * 70_272 + 917_504
     row = r1(tp=1, dp_attention=8, ep=8, batch=64)
     assert row["decode_bytes_per_step"] == pytest.approx(expected, rel=1e-12)
-    assert expected == pytest.approx(95_784_546_752, rel=1e-9)
+    assert expected == pytest.approx(95_785_464_256, rel=1e-9)
 
 
 def test_expert_all_to_all():

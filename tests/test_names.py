@@ -246,7 +246,8 @@ def test_cli_estimate_takes_the_precision_from_the_model_name():
     assert r.exit_code == 0, r.output
     row = json.loads(r.stdout)
     assert (row["gpu"], row["model"], row["precision"]) == ("h100-sxm", "meta-llama/Llama-3.1-70B", "fp8")
-    assert row["weight_bytes"] * 2 == pytest.approx(70.55e9, rel=0.01)  # fp8: one byte per weight, over tp 2
+    # fp8: one byte per weight, the bf16 embedding and LM head (2 x 128,256 x 8,192) two, over tp 2
+    assert row["weight_bytes"] * 2 == pytest.approx(70.55e9 + 2_101_346_304, rel=0.01)
     assert (
         "note: model 'nvidia/Llama-3.1-70B-Instruct-FP8' read as meta-llama/Llama-3.1-70B: '-FP8' names precision fp8"
     ) in r.stderr

@@ -127,7 +127,7 @@ def test_template_dir_overrides_one_template(example, tmp_path):
         main, ["report", str(copy / "estimates.parquet"), "--format", "md", "--template-dir", str(custom)]
     )
     assert r.exit_code == 0, r.output
-    assert (copy / "report.md").read_text() == "# Example: Llama 3.1 8B and 70B on H100 and L40S\n72 rows, 59 fit\n"
+    assert (copy / "report.md").read_text() == "# Example: Llama 3.1 8B and 70B on H100 and L40S\n72 rows, 58 fit\n"
 
 
 def test_recommendations_rank_options_that_meet_the_targets(frame, example):
@@ -158,14 +158,16 @@ def plan_rows(example) -> pl.DataFrame:
 
 def test_memory_chart_draws_each_option_at_its_operating_point(frame, plan_rows):
     data = charts.memory_data(frame, plan_rows)
-    # Llama-3.1-70B's first option on H100 is fp8 tp2 (1 byte per weight): 70,553,706,496 / 2 GPUs = 32.85 GiB
-    # of weights; without a workload the operating point is the batch itself, so the KV cache is the batch's
+    # Llama-3.1-70B's first option on H100 is fp8 tp2: 1 byte per weight, but the embedding and the LM head
+    # (128,256 x 8,192 = 1,050,673,152 each) stay 16-bit, 2,101,346,304 bytes more: (70,553,706,496 +
+    # 2,101,346,304) / 2 GPUs = 33.83 GiB of weights; without a workload the operating point is the batch
+    # itself, so the KV cache is the batch's
     best = plan_rows.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("gpu") == "h100-sxm"))
     best = best.filter(pl.col("rank") == best["rank"].min()).row(0, named=True)
     assert (best["precision"], best["tp"], best["bytes_per_weight"]) == ("fp8", 2, 1.0)
     rows = data.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("option") == "h100-sxm · fp8 · tp2"))
     gib = dict(zip(rows["component"], rows["gib"], strict=True))
-    assert gib["weights"] == pytest.approx(70_553_706_496 / 2 / GIB)
+    assert gib["weights"] == pytest.approx((70_553_706_496 + 2_101_346_304) / 2 / GIB)
     assert gib["KV cache"] == pytest.approx(best["kv_cache_bytes"] / GIB) and gib["KV cache"] > 1  # visible
     assert rows["usable_gib"][0] == pytest.approx(72.0)  # 80 GiB x 0.9
     assert set(data["component"]) == {"weights", "KV cache", "activations", "overhead"}
@@ -277,7 +279,7 @@ def test_configurations_table_lists_the_best_rows_first(frame, example):
     assert values == sorted(values)  # cheapest first
     best = frame.filter(pl.col("fits")).select(pl.col(column).min()).collect().item()
     assert values[0] == best
-    assert table["total_fit"] == frame.select(pl.col("fits").sum()).collect().item() == 59
+    assert table["total_fit"] == frame.select(pl.col("fits").sum()).collect().item() == 58
 
 
 def test_vega_bundle_is_cached_per_version(tmp_path, monkeypatch):

@@ -299,15 +299,16 @@ def test_more_prefill_workers_cut_the_wait():
 def test_mtp_at_batch_1_divides_the_memory_bound_step_by_the_expected_tokens():
     # Dense 70B, batch 1 (memory-bound): the step verifying 2 tokens reads the weights once, the KV once,
     # and the draft layer (1/80 of the model) once: step x (1 + 1/80). E = (1 - 0.8^2) / (1 - 0.8) = 1.8,
-    # so TPOT = step x 1.0125 / 1.8 (ideal: no fixed costs).
+    # so TPOT = step x 1.0125 / 1.8 (ideal: no fixed costs). (The verifying pass also gathers one more
+    # embedding row a sequence, 8,192 bytes against 140 GB: rel 1e-7.)
     kw = dict(gpu="h100-sxm", model=L70, precision="fp8", input_tokens=1024, output_tokens=256, batch=1)
     plain = estimate_row(**kw)
     mtp = estimate_row(**kw, speculative=speculation(**MTP))
     assert mtp["tokens_per_step"] == pytest.approx(1.8)
-    assert mtp["decode_memory_s"] == pytest.approx(plain["decode_memory_s"] * (1 + 1 / 80), rel=1e-9)
+    assert mtp["decode_memory_s"] == pytest.approx(plain["decode_memory_s"] * (1 + 1 / 80), rel=1e-6)
     assert mtp["decode_compute_s"] == pytest.approx(plain["decode_compute_s"] * (2 + 1 / 80), rel=1e-9)
     assert mtp["bound"] == "memory"
-    assert mtp["tpot_s"] == pytest.approx(plain["tpot_s"] * (1 + 1 / 80) / 1.8, rel=1e-9)
+    assert mtp["tpot_s"] == pytest.approx(plain["tpot_s"] * (1 + 1 / 80) / 1.8, rel=1e-6)
     # Little's law and the tokens: R = TTFT + (S_out - 1) TPOT
     assert mtp["request_latency_s"] == pytest.approx(mtp["ttft_s"] + 255 * mtp["tpot_s"], rel=1e-9)
 
@@ -434,7 +435,9 @@ def test_prefix_hit_rate_075_cuts_the_new_tokens_prefill_flops_to_a_quarter():
     assert cached["prefill_new_tokens"] == 2048
     linear_full = full["prefill_flops"] - per_key * 8192**2 / 2
     linear_cached = cached["prefill_flops"] - per_key * (8192**2 - 6144**2) / 2
-    assert linear_cached == pytest.approx(linear_full / 4, rel=1e-12)
+    # (the LM head runs once a prompt either way, at its last position: 2 x 525,336,576)
+    head = 2 * 525_336_576
+    assert linear_cached - head == pytest.approx((linear_full - head) / 4, rel=1e-12)
     assert cached["prefill_s"] < full["prefill_s"] / 3
     assert cached["tpot_s"] == pytest.approx(full["tpot_s"], rel=1e-12)  # decode is unchanged
 

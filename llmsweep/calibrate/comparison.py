@@ -13,7 +13,7 @@ from llmsweep.catalog import Catalog, Profile, load_catalog
 from llmsweep.catalog.profiles import Efficiency
 from llmsweep.columns import OPTION_KEYS, POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import load, modes
-from llmsweep.grid import MAX, aggregated_defaults, gpu_table, kv_table, model_table, precision_table
+from llmsweep.grid import MAX, aggregated_defaults, checkpoint_table, gpu_table, kv_table, model_table, precision_table
 
 PARAMS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_s", "layer_overhead_s")
 # The serving mode of a configuration (measurement.py: Measurement's fields; null = aggregated).
@@ -83,10 +83,12 @@ def configuration_frame(keys: pl.DataFrame, catalog: Catalog, profile: Profile) 
         keys[k].unique(maintain_order=True).to_list() for k in ("gpu", "engine", "model", "precision", "kv_precision")
     )
     rates, kv = precision_table(catalog, gpus, precisions), kv_table(catalog, engines, models, precisions, kvs)
+    pairs = keys.select("model", "precision").unique(maintain_order=True).rows()
     return (
         keys.lazy()
         .join(gpu_table(catalog, gpus, profile, engines), on=["gpu", "engine"], **_LEFT)
         .join(model_table(catalog, models), on="model", **_LEFT)
+        .join(checkpoint_table(catalog, pairs), on=["model", "precision"], **_LEFT)
         .join(rates, on=["gpu", "precision"], **_LEFT)
         .join(kv, on=["engine", "model", "precision", "kv_precision"], **_LEFT)
         .pipe(aggregated_defaults)

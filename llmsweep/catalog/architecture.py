@@ -100,6 +100,19 @@ class Architecture:
     # kernels around the expert GEMMs): d, or Nemotron-3's moe_latent_size (LatentMoE projects each
     # token to the latent before routing it); 0 = d.
     moe_width: int = 0
+    # The token embedding (V x d, a lookup table) and the LM head (the d -> V projection, V x d, plus
+    # GPT-J's bias), both in params_total; with tied embeddings they are one table, counted once.
+    embedding_params: int = 0
+    lm_head_params: int = 0
+    tied_embeddings: bool = False
+    # Parameters by module group, all layers, for the modules a quantised checkpoint may keep
+    # unconverted (`unconverted_params`): attention (projections, biases and q/k norms; MLA with
+    # its DSA indexer), routers (with their score-correction bias), shared experts (with Qwen's
+    # sigmoid gate) and the dense MLPs of an MoE model.
+    attention_params: int = 0
+    router_params: int = 0
+    shared_expert_params: int = 0
+    dense_mlp_params: int = 0
 
     @property
     def is_mla(self) -> bool:
@@ -444,10 +457,12 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
     latent = _get(cfg, "moe_latent_size", where, False)
     if latent:  # Nemotron-3 latent MoE: experts work in a narrower latent space (ReLU^2, no gate)
         expert = 2 * latent * moe_inter
-        moe_extra = 2 * d * latent + 2 * d * shared_width
+        shared_params = 2 * d * shared_width
+        moe_extra = 2 * d * latent + shared_params
     else:
         expert = 3 * d * moe_inter
-        moe_extra = 3 * d * shared_width + (d if shared_gate else 0)
+        shared_params = 3 * d * shared_width + (d if shared_gate else 0)
+        moe_extra = shared_params
     if cfg.get("attention_bias") and experts:  # gpt-oss experts carry biases too
         expert += 2 * moe_inter + d
     moe_layer = experts * expert + moe_extra + router
@@ -480,6 +495,9 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         + norm_width
     )
     skipped = moe_layers * (experts - k) * expert
+    dense_mlp_layers = n_layers - moe_layers - (n_full + n_state if model_type.startswith("nemotron_h") else 0)
+    if cfg.get("enable_moe_block"):
+        dense_mlp_layers = n_layers
     _check_range("params_total", total, where, what="the parameter count computed from the fields")
     active_width = (k * moe_inter + shared_width) if experts else inter
     if cfg.get("enable_moe_block"):
@@ -521,6 +539,13 @@ def read_config(cfg: dict, where: str = "config") -> Architecture:
         dense_layers=dense_layers,
         mtp_layers=_mtp_layers(cfg, where),
         moe_width=(latent or d) if experts else 0,
+        embedding_params=vocab * d,
+        lm_head_params=vocab * d + (vocab if model_type == "gptj" else 0),
+        tied_embeddings=tied,
+        attention_params=n_full * full_attn_params + n_window * window_attn_params,
+        router_params=moe_layers * router if experts else 0,
+        shared_expert_params=moe_layers * shared_params if experts else 0,
+        dense_mlp_params=dense_mlp_layers * dense_mlp if experts else 0,
     )
 
 
@@ -564,6 +589,56 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     if isinstance(dtype, str) and dtype in _TORCH_DTYPE:
         return _TORCH_DTYPE[dtype], f"config.json {'torch_dtype' if cfg.get('torch_dtype') else 'dtype'} {dtype}"
     return None, None
+
+
+# The last name of a module a quantised checkpoint lists as unconverted (a regex's `.*` dropped)
+# -> the Architecture group of parameters it keeps at 16 bits (dense MLP projections: _module_group).
+_UNCONVERTED_GROUPS = {
+    "self_attn": "attention_params",
+    "attn": "attention_params",
+    "router": "router_params",
+    "gate": "router_params",
+    "shared_experts": "shared_expert_params",
+    "shared_expert": "shared_expert_params",
+}
+
+
+def _module_group(pattern: str) -> str | None:
+    """The Architecture group a `modules_to_not_convert` / `ignore` entry names, or None.
+
+    `model.layers.*.self_attn` (gpt-oss), `re:.*self_attn.*` (Kimi-K2.5) -> attention;
+    `model.layers.*.mlp.router`, `gate` (MiniMax-M2.5), `model.layers.3.mlp.gate` -> router;
+    `re:.*shared_experts.*` -> shared experts; `re:.*mlp\\.(gate|up|gate_up|down)_proj.*` (a dense
+    MLP's projections, not an expert's) -> dense MLP. Sub-modules (`self_attn.indexers_proj`),
+    norms, biases, `lm_head` and `embed_tokens` name no group (the embedding and LM head are costed
+    at 16 bits for every quantised format anyway; norms and biases are negligible)."""
+    parts = [x for x in pattern.removeprefix("re:").replace("\\", "").replace("*", "").split(".") if x]
+    if not parts:
+        return None
+    if parts[-1].endswith("_proj"):  # a projection: only a dense MLP's (mlp.down_proj) is a group
+        dense = len(parts) > 1 and parts[-2] == "mlp" and not any("expert" in x for x in parts)
+        return "dense_mlp_params" if dense else None
+    return _UNCONVERTED_GROUPS.get(parts[-1])
+
+
+def unconverted_params(cfg: dict, arch: Architecture) -> int:
+    """Parameters a quantised checkpoint keeps unconverted (16-bit) beyond its embedding and LM
+    head: the module groups its config.json's quantization_config lists in `modules_to_not_convert`
+    (transformers; gpt-oss, MiniMax-M2.5) or `ignore` (compressed-tensors; Kimi-K2.5), each group
+    counted whole, in all layers (`_module_group`). 0 for a checkpoint that lists none.
+
+    gpt-oss-120b (`model.layers.*.self_attn`, `model.layers.*.mlp.router`): attention 36 x
+    (2,880 x (64 + 2 x 8) x 64 + 64 x 64 x 2,880 + (64 + 2 x 8) x 64 + 2,880) = 36 x 26,550,080
+    = 955,802,880 (projections and their biases) + routers 36 x (2,880 x 128 + 128) = 13,275,648:
+    969,078,528 parameters at 16 bits, not 4.25."""
+    if isinstance(cfg.get("text_config"), dict):
+        cfg = {**cfg, **cfg["text_config"]}
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return 0
+    listed = q.get("modules_to_not_convert") or q.get("ignore") or []
+    groups = {_module_group(str(m)) for m in (listed if isinstance(listed, list) else [])} - {None}
+    return sum(getattr(arch, g) for g in groups)
 
 
 def _no_constant(name: str) -> Any:

@@ -9,9 +9,12 @@ from llmsweep.limits import typed
 
 GIB = 2**30
 
-# When a GPU has no published rate for a dtype, the matmuls run in the next wider one.
+# When a GPU has no published rate for a dtype, the matmuls run in the next wider one. A 4-bit
+# float format (NVFP4, MXFP4) on a GPU without FP4 units is weight-only, W4A16: the kernels
+# dequantise the weights to 16-bit, not to fp8 (DESIGN.md §4; vLLM's Marlin FP4 and gpt-oss's
+# triton MoE kernels on H100/H200, its MXFP4 path on MI300X), so fp4 falls back to bf16.
 FALLBACK: dict[str, tuple[str, ...]] = {
-    "fp4": ("fp4", "fp8", "bf16", "fp16", "fp32"),
+    "fp4": ("fp4", "bf16", "fp16", "fp32"),
     "fp8": ("fp8", "bf16", "fp16", "fp32"),
     "int8": ("int8", "fp16", "bf16", "fp32"),
     "bf16": ("bf16", "fp16", "fp32"),

@@ -6,7 +6,7 @@ from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from llmsweep.catalog.architecture import Architecture, checkpoint_precision, read_config
+from llmsweep.catalog.architecture import Architecture, checkpoint_precision, read_config, unconverted_params
 
 
 class ModelEntry(BaseModel):
@@ -37,3 +37,15 @@ class ModelEntry(BaseModel):
     @cached_property
     def architecture(self) -> Architecture:
         return read_config(self.config, where=f"model {self.name}")
+
+    @cached_property
+    def _unconverted(self) -> tuple[str | None, int]:
+        return checkpoint_precision(self.config)[0], unconverted_params(self.config, self.architecture)
+
+    def kept_params(self, precision: str) -> int:
+        """Parameters held at 16 bits, beyond the embedding and LM head, when the weights are in
+        `precision`: the modules the checkpoint's config.json lists as unconverted if `precision` is
+        the checkpoint's own format (gpt-oss-120b in mxfp4: its attention and routers,
+        969,078,528), else 0 (a format the model is requantised to says nothing about them)."""
+        native, kept = self._unconverted
+        return kept if precision == native else 0

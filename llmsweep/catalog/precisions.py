@@ -14,6 +14,15 @@ class Precision(BaseModel):
 
     name: str
     bits_per_weight: float = Field(gt=0, le=32)
+    unquantized_bits: float | None = Field(
+        None,
+        gt=0,
+        le=32,
+        description=(
+            "Bits per weight of the tensors checkpoints in this format keep unquantised (token embedding, "
+            "LM head, modules listed as unconverted); null = bits_per_weight."
+        ),
+    )
     compute_dtype: str
     activation_dtype: str
     aliases: list[str] = []
@@ -25,12 +34,20 @@ class Precision(BaseModel):
         return self.bits_per_weight / 8
 
     @property
+    def unquantized_bytes_per_weight(self) -> float:
+        """b_u: bytes per weight of the token embedding, the LM head and a checkpoint's unconverted
+        modules: 2 (16-bit) for quantised formats except GGUF, else b_w."""
+        return (self.unquantized_bits or self.bits_per_weight) / 8
+
+    @property
     def activation_bytes(self) -> float:
         return 4.0 if self.activation_dtype == "fp32" else 2.0
 
 
 def bits_per_weight_format(name: str) -> Precision | None:
-    """`4.0bpw` (EXL2 and similar): weight-only at N bits, computing in fp16."""
+    """`4.0bpw` (EXL2 and similar): weight-only at N bits, computing in fp16. N is the decoder
+    layers' average: EXL2 keeps the token embedding in fp16 (and quantises the LM head to its
+    head_bits, 6 by default), so the embedding and LM head count at 16 bits."""
     m = BPW.match(name)
     if not m:
         return None
@@ -40,6 +57,7 @@ def bits_per_weight_format(name: str) -> Precision | None:
     return Precision(
         name=f"{bits:g} bits per weight",
         bits_per_weight=bits,
+        unquantized_bits=16 if bits < 16 else None,
         compute_dtype="fp16",
         activation_dtype="fp16",
         sources=[f"given as {name.strip()}: {bits:g} bits per weight, scales included (weight-only)"],

@@ -18,9 +18,34 @@ from llmsweep.estimate.parallel import comm_s
 
 
 def flops_per_token() -> pl.Expr:
-    """2 x P_a: one multiply-accumulate per active weight per token (2 FLOPs, not 2 x bytes).
-    Llama-2-7B: 2 x 6.74e9 = 1.35e10 FLOPs per token."""
-    return 2 * c.params_active
+    """2 x (P_a - V d [untied]) [FLOP]: one multiply-accumulate (2 FLOPs, not 2 x bytes) per active
+    weight of a decoded token, whose logits the LM head computes, but not per weight of the token
+    embedding table: that is a lookup of the token's row, no matmul. With tied embeddings the
+    table is the LM head and its V d weights do multiply (P counts them once). Llama-3.1-8B
+    (V 128,256, d 4,096, untied): 2 x (8,030,261,248 - 525,336,576) = 1.5010e10 FLOPs per token,
+    not 2 P_a = 1.6061e10."""
+    table = pl.when(c.tied_embeddings).then(0.0).otherwise(c.embedding_params)
+    return 2 * (c.params_active - table)
+
+
+def prefill_flops_per_token() -> pl.Expr:
+    """2 x (P_a - V d - H [untied]) [FLOP]: the matmuls of one prompt token, without the embedding
+    lookup and without the LM head: vLLM, SGLang and TensorRT-LLM compute logits only at each
+    prompt's last position (vLLM's LogitsProcessor gathers the last token's hidden state of each
+    prompt, SGLang's LogitsProcessor prunes to the last index unless input logprobs are asked for,
+    TensorRT-LLM's gather_context_logits defaults to off), added once per prompt (prefill_flops).
+    Llama-3.1-8B: 2 x (8,030,261,248 - 1,050,673,152) = 1.3959e10 FLOPs per prompt token."""
+    head = pl.when(c.tied_embeddings).then(0.0).otherwise(c.lm_head_params)
+    return 2 * (c.params_active - c.embedding_params - head)
+
+
+def unquantized_flop_cost() -> pl.Expr:
+    """F_w x f_w / F_16: what one FLOP of a weight kept at 16 bits (the LM head, a checkpoint's
+    unconverted modules) costs in FLOPs at the weights' rate (seconds_per_flop): those matmuls run
+    in the 16-bit activation dtype (F_16 = attention_peak_flops_per_s). 1 for 16-bit formats and
+    weight-only ones (int4, GGUF, fp4 without FP4 units: all compute in 16-bit); in `ideal` fp8 on
+    an H100 SXM 1,979 / 989 = 2.0, NVFP4 on a B200 9,000 / 2,250 = 4 (x their dtype_efficiency)."""
+    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / c.attention_peak_flops_per_s
 
 
 def attention_flops_per_key() -> pl.Expr:
@@ -180,27 +205,49 @@ def attended_keys() -> pl.Expr:
 
 
 # prefill: one prompt of S_in tokens, of which n = prefill_new_tokens are computed (estimate/prefix.py)
+def prompt_logits() -> pl.Expr:
+    """Positions of a prompt whose logits prefill computes: 1 (the last, which gives the first output
+    token) when it computes any token, else 0."""
+    return pl.when(c.prefill_new_tokens > 0).then(1.0).otherwise(0.0)
+
+
+def prefill_linear_flops() -> pl.Expr:
+    """2 (P_a - V d - H [untied]) x n + 2 H x 1 [FLOP]: the n new tokens' matmuls without the LM
+    head (prefill_flops_per_token), and the LM head at the last position only (prompt_logits)."""
+    return c.prefill_flops_per_token * c.prefill_new_tokens + 2 * c.lm_head_params * prompt_logits()
+
+
 def prefill_flops() -> pl.Expr:
-    """2 x P_a x n + causal attention of the n new tokens against all before them,
+    """2 x (P_a - V d - H) x n + 2 x H + causal attention of the n new tokens against all before them,
     4 x L x h_q x d_h x (span(S_in) - span(S_in - n)) (= 2 L S_in^2 h_q d_h without windows or cache),
     DSA's positions beyond the top-k at the decode dims instead (sparse_span), + DSA's indexer over
-    every earlier token. Example: Llama-3.1-8B, 2,048 tokens, no cache:
-    2 x 8.03e9 x 2048 + 2 x 32 x 2048^2 x 32 x 128 = 3.29e13 + 1.10e12 = 3.40e13 FLOPs."""
+    every earlier token. The linear part (prefill_linear_flops) leaves out the embedding lookup and
+    runs the LM head (H = V d) at the last position only. Example: Llama-3.1-8B, 2,048 tokens, no
+    cache: 2 x (8.03e9 - 1.0507e9) x 2048 + 2 x 5.253e8 + 2 x 32 x 2048^2 x 32 x 128 = 2.859e13 +
+    1.05e9 + 1.10e12 = 2.969e13 FLOPs (2 P_a S_in would give 3.40e13)."""
     s, n = c.input_tokens.cast(pl.Float64), c.prefill_new_tokens
     cached = s - n
     indexer = c.indexer_flops_per_key * (s * s - cached * cached) / 2  # DSA's indexer scores every earlier token
     attention = c.attention_flops_per_key * (attention_span(s) - attention_span(cached))
     sparse = (c.decode_attention_flops_per_key - c.attention_flops_per_key) * (sparse_span(s) - sparse_span(cached))
-    return c.flops_per_token * n + attention + sparse + indexer
+    return prefill_linear_flops() + attention + sparse + indexer
 
 
 def prefill_compute_s() -> pl.Expr:
-    """Prefill FLOPs at their rates: (2 P_a n + (attention + indexer) x attention_flop_cost) x
-    seconds_per_flop, the matmuls at the weights' dtype and attention at its own, 16-bit or fp8, each
-    at its dtype's share of the peak."""
-    linear = c.flops_per_token * c.prefill_new_tokens
+    """Prefill FLOPs at their rates: (linear + 16-bit extra + (attention + indexer) x
+    attention_flop_cost) x seconds_per_flop, the matmuls at the weights' dtype, attention at its
+    own, 16-bit or fp8, each at its dtype's share of the peak. The weights kept at 16 bits compute
+    at the 16-bit rate: their FLOPs, 2 U n for a checkpoint's unconverted modules (U =
+    unconverted_params: gpt-oss's attention and routers) and 2 H at the last position, cost
+    unquantized_flop_cost each, so the extra is (2 U n + 2 H) x (unquantized_flop_cost - 1) (0 for
+    16-bit formats)."""
+    linear = prefill_linear_flops()
+    last = prompt_logits()
+    sixteen = (2 * c.unconverted_params * c.prefill_new_tokens + 2 * c.lm_head_params * last) * (
+        c.unquantized_flop_cost - 1
+    )
     attention = (c.prefill_flops - linear) * c.attention_flop_cost
-    return (linear + attention) * c.seconds_per_flop
+    return (linear + sixteen + attention) * c.seconds_per_flop
 
 
 def prefill_bytes() -> pl.Expr:
@@ -231,8 +278,10 @@ def mixed_prefill_s(decode_tokens: pl.Expr) -> pl.Expr:
     rest of the weights, the per-pass fixed costs and the collectives' latencies are the iteration's,
     paid once however many prompts and decodes share it (Sarathi-Serve, Agrawal et al., OSDI 2024).
     p_mix <= p = prefill_s, the prompt alone. Example (ideal): a 128-token Llama-3.1-8B prompt on an
-    H100 alone reads its 16.06 GB of weights, 4.8 ms at 3.35 TB/s; in an iteration others decode in
-    it adds its 2 x 8.03e9 x 128 = 2.06e12 FLOPs (+ attention), 2.1 ms at 989 TFLOP/s."""
+    H100 alone reads its 15.01 GB of weights (all but the embedding table), 4.5 ms at 3.35 TB/s; in
+    an iteration others decode in it adds its 2 x (8.03e9 - 1.05e9) x 128 = 1.79e12 FLOPs (+ the LM
+    head once, + attention), 1.8 ms at 989 TFLOP/s. (The difference of weight_bytes_read also counts
+    the prompt's embedding rows, n x d x b_u: 1 MB here.)"""
     n = c.prefill_new_tokens
     experts = weight_bytes_read(decode_tokens + n) - weight_bytes_read(decode_tokens)
     memory = (kv_sequence_bytes(c.input_tokens) + experts) * c.seconds_per_byte
@@ -247,7 +296,8 @@ def mean_decode_context() -> pl.Expr:
 
 
 def decode_flops_per_sequence() -> pl.Expr:
-    """One sequence's share of a decode step: 2 x P_a + attention over its cache
+    """One sequence's share of a decode step: 2 x (P_a - V d [untied]) (flops_per_token: the LM head
+    computes, the embedding is looked up) + attention over its cache
     4 x L x h_q x d_dec x keys (decode_attention_flops_per_key; windowed layers read min(c, W) keys,
     DSA the top-k) + DSA's indexer over all c cached keys."""
     ctx = mean_decode_context()
@@ -256,10 +306,13 @@ def decode_flops_per_sequence() -> pl.Expr:
 
 
 def decode_compute_s_per_sequence() -> pl.Expr:
-    """One sequence's share of a step's compute time: (2 P_a + attention x attention_flop_cost) x
-    seconds_per_flop, attention at its own rate, 16-bit or fp8, each at its dtype's share."""
+    """One sequence's share of a step's compute time: (linear + 2 (U + H) x (unquantized_flop_cost -
+    1) + attention x attention_flop_cost) x seconds_per_flop, attention at its own rate, 16-bit or
+    fp8, each at its dtype's share; the LM head H and a checkpoint's unconverted modules U at the
+    16-bit rate (prefill_compute_s)."""
     attention = c.decode_flops_per_sequence - c.flops_per_token
-    return (c.flops_per_token + attention * c.attention_flop_cost) * c.seconds_per_flop
+    sixteen = 2 * (c.unconverted_params + c.lm_head_params) * (c.unquantized_flop_cost - 1)
+    return (c.flops_per_token + sixteen + attention * c.attention_flop_cost) * c.seconds_per_flop
 
 
 def decode_kv_bytes_per_sequence() -> pl.Expr:
@@ -278,7 +331,7 @@ def decode_kv_bytes_per_sequence() -> pl.Expr:
 
 
 def decode_flops_per_step() -> pl.Expr:
-    """B x (2 x P_a + 4 x L x c x h_q x d_h) x q': the whole batch's step (with attention data
+    """B x (2 x (P_a - V d [untied]) + 4 x L x c x h_q x d_h) x q': the whole batch's step (with attention data
     parallelism, B = the busiest group's ceil(batch / dp_attention) sequences), q' = the speculative
     token passes per sequence (1 without it; estimate/speculative.py)."""
     return c.group_batch * c.decode_flops_per_sequence * c.spec_token_factor

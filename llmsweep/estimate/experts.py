@@ -77,10 +77,28 @@ def busiest_touched(tokens: pl.Expr) -> pl.Expr:
     return pl.min_horizontal(p + c.expert_spread * (p * (1 - p)).sqrt(), 1.0)
 
 
+def embedding_table_bytes() -> pl.Expr:
+    """V d b_u [untied] [bytes]: the token embedding table a pass does not stream (a lookup gathers
+    rows of it); 0 when tied, the table then being the LM head, read whole. Llama-3.1-8B bf16:
+    128,256 x 4,096 x 2 = 1,050,673,152."""
+    return pl.when(c.tied_embeddings).then(0.0).otherwise(c.embedding_params * c.unquantized_bytes_per_weight)
+
+
+def embedding_row_bytes() -> pl.Expr:
+    """d b_u [bytes]: one token's row of the embedding table (Llama-3.1-8B bf16: 4,096 x 2 = 8,192)."""
+    return c.hidden_size * c.unquantized_bytes_per_weight
+
+
 def weight_bytes_read(tokens: pl.Expr) -> pl.Expr:
-    """Weights one forward pass over `tokens` tokens reads, all GPUs of an attention group: every
-    dense weight once and, of the routed experts, those the busiest rank touches, at the group's
-    share: (P x b_w - routed) + routed x busiest_touched(tokens) x expert_share
-    (= P x b_w - routed x (1 - k/E)^tokens without attention data parallelism or ep)."""
+    """Weights one forward pass over `tokens` tokens reads [bytes], all GPUs of an attention group:
+    every dense weight once and, of the routed experts, those the busiest rank touches, at the
+    group's share, but of the token embedding table only the tokens' rows:
+    (W - routed) + routed x busiest_touched(tokens) x expert_share - V d b_u [untied] + T d b_u,
+    W = model_weight_bytes (= W - routed x (1 - k/E)^T - V d b_u + T d b_u without attention data
+    parallelism or ep). The embedding is a lookup (a gather of T rows of d weights at b_u bytes,
+    embedding_row_bytes), not a matmul that streams the table (embedding_table_bytes); with tied
+    embeddings the table is also the LM head, which the pass reads whole. Llama-3.1-8B bf16 at batch
+    1: 16,060,522,496 - 128,256 x 4,096 x 2 + 4,096 x 2 = 15,009,857,536 bytes (not 16.06e9, +7 %)."""
     touched = c.routed_expert_bytes * busiest_touched(tokens)
-    return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share
+    rows = tokens * c.embedding_row_bytes - c.embedding_table_bytes
+    return c.model_weight_bytes - c.routed_expert_bytes + touched * c.expert_share + rows

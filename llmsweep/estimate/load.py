@@ -345,8 +345,9 @@ def closed_loop(frame: pl.LazyFrame, concurrency: pl.Expr | None = None) -> pl.L
         # and a chunk's share of one
         _pi=pl.when(c.input_tokens > 0).then(train_share(pl.max_horizontal(n / c.dp_attention, 1.0))).otherwise(0.0),
         _chunk=1 / pl.max_horizontal(c.prefill_chunks, 1.0),
-        # weights read per step at this batch (MoE: the experts it touches) + fixed costs
-        _M0=c.step_fixed_s + c.decode_weight_fraction * c.decode_memory_s,
+        # weights read per step at the batch admitted, n (MoE: the experts it touches; every model: its
+        # tokens' embedding rows), not at the concurrency, whose excess waits for a slot + fixed costs
+        _M0=c.step_fixed_s + speculative.weights_read(n) * c.seconds_per_byte,
         _b0=pl.min_horizontal(n - 1, c.prefill_bound_decoders),
     )
     lf = _solve_at(lf, "_b0", "_b1")

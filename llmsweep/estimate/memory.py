@@ -14,10 +14,29 @@ from llmsweep.estimate import prefix
 # -- per layout -------------------------------------------------------------------------------
 
 
+def unquantized_params() -> pl.Expr:
+    """P_u = V d + H [untied] + U [parameters]: the weights a quantised checkpoint keeps at 16 bits,
+    its token embedding table and LM head (one table when tied) and the modules its config lists as
+    unconverted (unconverted_params: gpt-oss's attention and routers in its own mxfp4; 0 otherwise).
+    AutoAWQ and GPTQ quantise only the decoder layers' linear projections, ModelOpt FP8/NVFP4
+    exports exclude lm_head (exclude_modules) and never touch the embedding, DeepSeek-V3/R1's fp8
+    release keeps embed and head in bf16, gpt-oss lists embed_tokens and lm_head in
+    modules_to_not_convert. Llama-3.1-8B (V 128,256, d 4,096): 2 x 525,336,576 = 1,050,673,152;
+    gpt-oss-120b in mxfp4 (V 201,088, d 2,880): 2 x 579,133,440 + 969,078,528 = 2,127,345,408."""
+    head = pl.when(c.tied_embeddings).then(0.0).otherwise(c.lm_head_params)
+    return c.embedding_params + head + c.unconverted_params
+
+
 def model_weight_bytes() -> pl.Expr:
-    """P x b_w: every weight of one replica. b_w includes quantisation scales (int4 g128 = 4.125 bits
-    = 0.515625 bytes), so no integer division can turn half a byte into zero."""
-    return c.params_total * c.bytes_per_weight
+    """P x b_w + P_u x (b_u - b_w) [bytes]: every weight of one replica, those a quantised checkpoint
+    keeps at 16 bits (unquantized_params) at b_u = 2 bytes, the rest at b_w (= P x b_w for 16-bit
+    formats and GGUF files, whose b_u is b_w: they quantise the embedding and output tensors too).
+    b_w includes quantisation scales (int4 g128 = 4.125 bits = 0.515625 bytes), so no integer
+    division can turn half a byte into zero. Llama-3.1-8B int4: 6,979,588,096 x 0.515625 +
+    1,050,673,152 x 2 = 3,598,850,112 + 2,101,346,304 = 5.70e9 bytes, not 8.03e9 x 0.515625 = 4.14e9."""
+    return c.params_total * c.bytes_per_weight + unquantized_params() * (
+        c.unquantized_bytes_per_weight - c.bytes_per_weight
+    )
 
 
 def weight_bytes() -> pl.Expr:

@@ -3,7 +3,8 @@ prefix caching, SGLang's RadixAttention).
 
 Prefill then computes the n = S_in (1 - h) new tokens only (at least one: the last prompt token
 always runs, to give the first output token's logits), each attending to the whole context before
-it: linear FLOPs 2 P_a n, attention over the positions S_in - n + 1 .. S_in (compute.prefill_flops).
+it: linear FLOPs 2 (P_a - embedding - LM head) n + the LM head once (the last position's logits),
+attention over the positions S_in - n + 1 .. S_in (compute.prefill_flops).
 Decode is unchanged: its context is the same. Memory: with `prefix_shared` (a system prompt common
 to every request) the cached prefix is held once per attention group rather than once per sequence;
 otherwise each request's prefix is its own (earlier turns of its conversation) and costs what it did.
