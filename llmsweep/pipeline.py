@@ -49,6 +49,21 @@ class Plan:
     sensitivity: dict[str, list[dict]]  # per model: the top option against the runner-up
 
 
+def _rival(ranked: pl.DataFrame, top: dict, column: str) -> tuple[str, float] | None:
+    """The best-ranked option of `top`'s workload on another offer (another GPU, or the same GPU
+    bought or rented otherwise): what a change in the price of `top`'s offer is weighed against."""
+    offer = pl.col("offer").cast(pl.String)
+    others = ranked.filter(
+        pl.all_horizontal(pl.col(k) == top[k] for k in plan.WORKLOAD_KEYS),
+        pl.col("rank").is_not_null(),
+        (pl.col("gpu").cast(pl.String) != str(top["gpu"])) | offer.ne_missing(top["offer"]),
+    ).sort("rank")
+    if others.height == 0 or others[column][0] is None:
+        return None
+    row = others.row(0, named=True)
+    return " ".join(str(v) for v in (row["gpu"], row["offer"]) if v is not None), float(row[column])
+
+
 def compute_plan(sweep: Sweep) -> Plan:
     """Every hardware option at the largest batch that meets the targets, ranked, and how robust
     each model's top recommendation is."""
@@ -67,13 +82,17 @@ def compute_plan(sweep: Sweep) -> Plan:
     load = sweep.spec.workload
     shown, _ = report_workloads(pairs, (load.input_tokens, load.output_tokens) if load else (None, None))
     top2 = ranked.filter(pl.col("rank") <= 2).sort([*plan.WORKLOAD_KEYS, "rank"])
-    pairs = {}
+    pairs, rivals = {}, {}
     for (model, s_in, s_out), group in top2.group_by(plan.WORKLOAD_KEYS, maintain_order=True):
         if group.height == 2 and (s_in, s_out) in shown:
             pair = group.select(*keys, pl.col("offer").cast(pl.String).alias(plan.WANT_OFFER)).with_row_index("_pair")
             found = base.join(pair, on=keys, nulls_equal=True).sort("_pair").drop("_pair")
-            pairs[f"{model}|{s_in}|{s_out}"] = found
-    sens = plan.sensitivity(pairs, inputs, column) if pairs else {}
+            key = f"{model}|{s_in}|{s_out}"
+            pairs[key] = found
+            rival = _rival(ranked, group.row(0, named=True), column)
+            if rival is not None:
+                rivals[key] = rival
+    sens = plan.sensitivity(pairs, inputs, column, rivals) if pairs else {}
     # plan.csv lists what can run; the rest stays in estimates.csv with its reason
     exported = ranked.filter(pl.col("fits")).select([pl.col(n).cast(SCHEMA[n]) for n in PLAN_EXPORTED])
     notes = [note] if note else []

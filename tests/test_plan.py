@@ -309,8 +309,33 @@ def test_sensitivity_table(procurement):
     }
     assert moved["meta-llama/Llama-3.1-8B"] == {"price of mi300x rent"}
     assert moved["meta-llama/Llama-3.3-70B-Instruct"] == {
-        "every cost of h200-sxm buy-4y (purchase, servers, power, hosting)"
+        "every cost of h200-sxm buy-4y (purchase, servers, power, hosting), "
+        "against mi300x rent (the best option on another offer)"
     }
+
+
+def test_a_price_is_weighed_against_the_best_option_on_another_offer(procurement):
+    """Llama-3.3-70B's #1 and #2 are both H200s bought on the same offer: a 20 % dearer offer makes
+    both dearer, so against #2 the order could never flip. The best option on another offer (MI300X
+    rented) keeps its cost: #1's TCO x 1.2 is set against it, and here it overtakes."""
+    import json
+
+    result, plan_csv = procurement
+    manifest = json.loads((result.folder / "manifest.json").read_text())
+    rows = manifest["sensitivity"]["meta-llama/Llama-3.3-70B-Instruct|2048|512"]
+    ranked = plan_csv.filter(pl.col("model") == "meta-llama/Llama-3.3-70B-Instruct", pl.col("rank").is_not_null()).sort(
+        "rank"
+    )
+    top = ranked.row(0, named=True)
+    assert (top["gpu"], top["offer"]) == ("h200-sxm", "buy-4y")
+    assert (ranked["gpu"][1], ranked["offer"][1]) == ("h200-sxm", "buy-4y")  # the runner-up shares the offer
+    rival = ranked.filter((pl.col("gpu") != "h200-sxm") | (pl.col("offer") != "buy-4y")).row(0, named=True)
+    assert (rival["gpu"], rival["offer"]) == ("mi300x", "rent")
+    price = {r["change"]: r for r in rows if r["assumption"].startswith("every cost")}
+    for change, factor, flips in (("-20%", 0.8, False), ("+20%", 1.2, True)):
+        assert price[change]["top"] == pytest.approx(top["tco_usd"] * factor, rel=1e-6)
+        assert price[change]["runner_up"] == pytest.approx(rival["tco_usd"], rel=1e-6)
+        assert price[change]["flips"] is flips
 
 
 # -- capacity from the loaded figures at the traffic each replica gets (estimate/load.py, DESIGN.md §4) --

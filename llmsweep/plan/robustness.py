@@ -71,13 +71,21 @@ def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[
     return out[column].to_list()
 
 
-def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -> dict[str, list[dict]]:
+def sensitivity(
+    pairs: dict[str, pl.DataFrame],
+    plan: PlanInputs,
+    column: str,
+    rivals: dict[str, tuple[str, float]] | None = None,
+) -> dict[str, list[dict]]:
     """Each value of `pairs` holds two options (the top one, then the runner-up) as layout x lengths
     rows with their offer (WANT_OFFER). For each assumption moved by -20 % and +20 %: the metric of
     both and whether their order flips. Efficiencies are re-estimated (all pairs and cases in one
-    frame); a price change scales the cost of the top option's offer exactly; traffic moves the
-    fleet: a fleet-sized metric is re-planned, and for a per-token metric the rows show what traffic
-    does move (GPUs needed, fleet USD per month): requests/s or users x (1 -/+ 20 %)."""
+    frame); a price change scales the cost of the top option's offer exactly, and where the runner-up
+    is priced with that same offer (its cost moves with the top's, so their order cannot flip) the top
+    is set against `rivals[key]` instead: the best option on another offer (its label, its metric),
+    which the price leaves where it is; traffic moves the fleet: a fleet-sized metric is re-planned,
+    and for a per-token metric the rows show what traffic does move (GPUs needed, fleet USD per
+    month): requests/s or users x (1 -/+ 20 %)."""
     from dataclasses import replace
 
     keys = list(pairs)
@@ -118,7 +126,11 @@ def sensitivity(pairs: dict[str, pl.DataFrame], plan: PlanInputs, column: str) -
                     if bought
                     else f"price of {top_offer}"
                 )
-                cases.append((what, column, (top * factor, runner * factor if same else runner)))
+                if same and key in (rivals or {}):
+                    label, rival = rivals[key]
+                    cases.append((f"{what}, against {label} (the best option on another offer)", column, (top * factor, rival)))
+                else:
+                    cases.append((what, column, (top * factor, runner * factor if same else runner)))
             load = moved_traffic(plan.workload, factor)
             if load is not None:
                 moved_plan = replace(plan, workload=load)
