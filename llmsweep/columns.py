@@ -1184,7 +1184,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             "",
             "Meets SLO",
             "Fits, and the loaded TTFT (slo.percentile), TPOT and request latency are within the sweep's targets "
-            "(plan.csv: at the traffic the plan gives each replica).",
+            "(plan.csv: at the traffic the plan gives each replica). A sweep without targets passes every row "
+            "that fits (options.csv and the XLSX say 'no targets').",
         ),
         ("slo_miss", S, "", "SLO miss", "Which target the option misses and by how much (plan.csv).", False),
         (
@@ -1764,9 +1765,16 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "latency); without a workload, the batch. The engine's limit on running requests must allow it.",
     ),
     OptionColumn(
-        "Rank", "rank", "", description="1..n among the rows of this model and lengths that meet the targets."
+        "Rank", "rank", "", description="The option's rank in plan.csv and the report (#) among the configurations "
+        "of this model and lengths that meet the targets; the ranks it skips are other layouts of the options "
+        "above it."
     ),
-    OptionColumn("Meets targets", "meets_targets", "", description="yes, or no."),
+    OptionColumn(
+        "Meets targets",
+        "meets_targets",
+        "",
+        description="yes, no, or no targets (a sweep without slo: every option that fits is ranked).",
+    ),
     OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
     OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),
     OptionColumn(

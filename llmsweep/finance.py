@@ -371,17 +371,25 @@ SERVING_GROUP = ["mode", "speculative"]
 
 def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataFrame:
     """Per model x lengths x GPU x offer (x serving mode x speculative method, SERVING_GROUP), the best
-    layout under the targets: the best-ranked one that meets them, else the best by `column` that misses
-    them (it says by how much). Sorted per model: options that meet the targets by `column`, then the
-    ones that miss. Plan columns, SI units."""
+    layout under the targets: the best-ranked one that meets them (with its rank in plan.csv), else the
+    best by `column` that misses them (it says by how much). Sorted per model: options that meet the
+    targets by rank, then the ones that miss. Plan columns, SI units."""
     if plan_frame.height == 0:
         return plan_frame
     frame = plan_frame.filter(pl.col("fits")).with_row_index("_order")
     frame = frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
-    order = [pl.col("meets_slo").not_(), pl.col(column), pl.col("output_tokens_per_s_per_gpu"), pl.col("_order")]
+    # the plan's rank first (its ties already go to capacity per GPU), then, for rows it leaves
+    # unranked (they miss a target), the metric
+    order = [
+        pl.col("rank"),
+        pl.col("meets_slo").not_(),
+        pl.col(column),
+        pl.col("output_tokens_per_s_per_gpu"),
+        pl.col("_order"),
+    ]
     group = [*OPTION_GROUP, *(k for k in SERVING_GROUP if k in frame.columns)]
     best = (
-        frame.sort(order, descending=[False, higher, True, False], nulls_last=True)
+        frame.sort(order, descending=[False, False, higher, True, False], nulls_last=True)
         .group_by(group, maintain_order=True)
         .first()
     )
@@ -389,8 +397,11 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     width = pl.format("{}-bit", (pl.col("kv_bytes_per_element") * 8).round(0).cast(pl.Int64))
     resolved = pl.when(pl.col("kv_precision") == "auto").then(width).otherwise(pl.col("kv_precision"))
     kv = pl.col("kv_cache_format") if "kv_cache_format" in best.columns else resolved
+    targets = [t for t in ("ttft_target_s", "tpot_target_s", "request_latency_target_s") if t in best.columns]
+    targeted = pl.any_horizontal(pl.col(t).is_not_null() for t in targets) if targets else pl.lit(False)
     best = best.with_columns(
-        meets_targets=pl.when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
+        # a sweep without targets passes every option that fits: say so, not "yes"
+        meets_targets=pl.when(~targeted).then(pl.lit("no targets")).when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
         kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
         usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),
         **cost_per_million(),
@@ -408,15 +419,12 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
             .otherwise(pl.col("speculative")),
         )
     group = ["model", "input_tokens", "output_tokens"]
-    best = best.sort(
-        [*group, pl.col("meets_slo").not_(), pl.col(column), pl.col("_order")],
-        descending=[False, False, False, False, higher, False],
+    # each row keeps its rank in plan.csv (the report's #), so a rank names one option in every file
+    return best.sort(
+        [*group, pl.col("rank"), pl.col("meets_slo").not_(), pl.col(column), pl.col("_order")],
+        descending=[False, False, False, False, False, higher, False],
         nulls_last=True,
     ).drop("_order")
-    # the rank within this table: 1..n per model and lengths among the rows that meet the targets
-    eligible = pl.col("meets_slo") & pl.col(column).is_not_null()
-    counted = eligible.cast(pl.Int64).cum_sum().over(group)
-    return best.with_columns(rank=pl.when(eligible).then(counted).cast(pl.Int64))
 
 
 def cost_per_million() -> dict[str, pl.Expr]:

@@ -522,6 +522,31 @@ def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
     check_golden("procurement-options.csv", (procurement / "options.csv").read_text())
 
 
+def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
+    """options.csv keeps the best layout of each GPU x offer with the rank plan.csv (and the report's
+    #) gives that layout, so "rank 3" names one configuration in every file: Qwen3-30B's second row is
+    H100 reserved at rank 3 (rank 2 is MI300X rented at another layout, not a row here)."""
+    import polars as pl
+
+    table = pl.read_csv(procurement / "options.csv").filter(pl.col("Rank").is_not_null())
+    plan_csv = pl.read_csv(procurement / "plan.csv").filter(pl.col("rank").is_not_null())
+    keys = {"Model": "model", "GPU": "gpu", "Offer": "offer", "TP": "tp", "Weights": "precision", "Rank": "rank"}
+    joined = table.rename(keys).join(plan_csv, on=list(keys.values()), how="left", suffix="_plan")
+    assert joined["tco_usd"].is_not_null().all()  # every (option, rank) is a row of plan.csv
+    assert (joined["TCO (USD)"] == joined["tco_usd"].round(0).cast(pl.Int64)).all()
+    qwen = table.filter(pl.col("Model") == "Qwen/Qwen3-30B-A3B")
+    assert qwen["Rank"].to_list()[:2] == [1, 3] and qwen["GPU"][1] == "h100-sxm"
+
+
+def test_options_without_targets_say_so(tmp_path):
+    """A sweep without slo ranks every option that fits: options.csv says 'no targets', not 'yes'."""
+    import polars as pl
+
+    result = run_sweep(tmp_path, {"name": "free", "grid": {"gpu": ["h100-sxm"], "model": ["llama-3.1-8b"]}})
+    table = pl.read_csv(result.folder / "options.csv")
+    assert table["Meets targets"].to_list() == ["no targets"] and table["Rank"].to_list() == [1]
+
+
 def finance_ids(entries) -> list[str]:
     return [oid for e in (entries if isinstance(entries, list) else [entries]) for oid in CostSpec(**e).ids()]
 
