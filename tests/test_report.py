@@ -408,6 +408,15 @@ def test_a_report_states_each_options_serving_mode(modes):
     assert "**disaggregated** · fp8 · " in md and "**aggregated** · fp8 · tp8 ep8" in md
     assert "**Disaggregated serving** (x prefill workers, y decode workers" in md
     assert "**Costs per token type**" in md and "**Speculative decoding**" in md and "**Prefix caching**" in md
+    # the split shows its weighting: input x 8,192 / 1,024 + decode = all-in, not input + decode
+    split = re.search(
+        r"\$([\d.]+) per M input tokens × 8,192 / 1,024 input tokens per output token \+ \$([\d.]+) per M output "
+        r"tokens \(decode\) = \$([\d.]+) per M output tokens all-in",
+        md,
+    )
+    assert split is not None
+    inp, dec, total = (float(v) for v in split.groups())
+    assert inp * 8 + dec == pytest.approx(total, rel=0.01)  # figures as printed: 3 to 4 significant digits
 
 
 def test_with_targets_the_configurations_table_lists_those_that_meet_them_first(modes):
