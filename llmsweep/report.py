@@ -344,7 +344,8 @@ def recommendations(
 ) -> list[dict]:
     """Per model and workload: the answer in one sentence, the top_n options that meet the targets
     (ranked by `column`, the first is the recommendation and the second the runner-up), the best
-    option that misses the targets and by how much, a break-even line when buying competes with
+    option that misses the targets and by how much (when it beats the recommendation on `column`, or
+    none meets them), a break-even line when buying competes with
     renting, how the top choice holds up when an assumption moves by 20 %, and (for a sweep that
     compares serving modes) the cheapest mode per GPU and why. `serving`: serving_info."""
     spec = spec or {}
@@ -364,6 +365,10 @@ def recommendations(
         missing = rows.filter(pl.col("fits") & ~pl.col("meets_slo") & pl.col(column).is_not_null())
         missing = missing.with_row_index("_o").sort([column, "_o"], descending=[higher, False]).head(1)
         scores = ranked[column].to_list()
+        if scores and missing.height:  # worth naming only if it beats the recommendation on the metric
+            miss_score = missing[column][0]
+            if not (miss_score > scores[0] if higher else miss_score < scores[0]):
+                missing = missing.clear()
         ties = [i + 1 for i in range(1, len(scores)) if scores[i] == scores[i - 1]]
         offers = per_offer.filter(
             (pl.col("model") == model) & (pl.col("input_tokens") == s_in) & (pl.col("output_tokens") == s_out)
