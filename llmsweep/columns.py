@@ -1248,7 +1248,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         (
             "opex_usd_per_year",
             F,
-            "USD",
+            "USD/year",
             "Opex per year",
             "Cash per year: power (kW x PUE x utilisation x USD/kWh x 8,760 h) + hosting (per kW-month and per "
             "rack-month) for bought fleets; rent (GPUs x USD/h x 8,760 h, x utilisation when rent_paid is "
@@ -1257,7 +1257,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         (
             "fleet_usd_per_month",
             F,
-            "USD",
+            "USD/month",
             "Fleet USD per month",
             "Amortised: (capex / amortisation years + opex per year) / 12.",
         ),
@@ -1295,7 +1295,7 @@ COLUMNS: tuple[Column, ...] = tuple(
         (
             "tco_usd_per_month",
             F,
-            "USD",
+            "USD/month",
             "USD per month",
             "tco_usd / (12 x horizon_years): the fleet's average cash per month over the horizon (what the "
             "reports show as USD per month; orders options as tco_usd does).",
@@ -1789,9 +1789,9 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Racks", "racks_needed", "racks", description="Racks (bought offers with a rack limit)."),
     OptionColumn("Power (kW)", "fleet_kw", "kW", description="IT power at full load, before PUE."),
     OptionColumn("Capex (USD)", "capex_usd", "USD", description="Paid up front: GPUs + servers + network."),
-    OptionColumn("Opex (USD per year)", "opex_usd_per_year", "USD", description="Power + hosting, or rent."),
+    OptionColumn("Opex (USD per year)", "opex_usd_per_year", "USD/year", description="Power + hosting, or rent."),
     OptionColumn(
-        "Cost (USD per month)", "usd_per_month", "USD", description="TCO / (12 x horizon): cash per month over it."
+        "Cost (USD per month)", "usd_per_month", "USD/month", description="TCO / (12 x horizon): cash per month over it."
     ),
     OptionColumn("TCO (USD)", "tco_usd", "USD", description="Capex + horizon x opex (see Horizon)."),
     OptionColumn("Horizon (years)", "horizon_years", "years", description="Years the TCO covers (empty unpriced)."),

@@ -31,6 +31,8 @@ _XLSX_FORMATS = {
     "parameters": "#,##0",
     "experts": "0.00",
     "USD": "$#,##0.00",
+    "USD/year": "$#,##0.00",
+    "USD/month": "$#,##0.00",
     "USD/h": "$#,##0.000",
     "USD/M tokens": "$#,##0.0000",
     "kW": "#,##0.0",
@@ -42,7 +44,7 @@ _XLSX_FORMATS = {
     "sequences": "#,##0",
     "workers": "#,##0",
     "tokens": "#,##0",
-    "years": "0.##",
+    "years": "0.0#",  # 3.0 or 3.25 (Excel shows 0.## as "3.")
     "requests/s": "#,##0.00",
     "requests": "#,##0.0",
     "tokens/J": "#,##0.00",
@@ -107,8 +109,8 @@ def _shown(v, unit: str | None) -> str:
         return f"{v:,}" if isinstance(v, int) else f"{v:.6g}"
     if "E+" in fmt:
         return f"{v:.2E}"
-    if fmt.endswith("##"):  # 0.## : up to two decimals
-        return f"{v:.2f}".rstrip("0").rstrip(".")
+    if fmt.endswith("#"):  # 0.0# : one or two decimals
+        return f"{v:.2f}"[:-1] + f"{v:.2f}"[-1:].replace("0", "")
     decimals = fmt.split(".")[1].count("0") if "." in fmt else 0
     text = f"{v:,.{decimals}f}" if "#,##" in fmt else f"{v:.{decimals}f}"
     return ("$" if fmt.startswith("$") else "") + text

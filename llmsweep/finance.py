@@ -487,7 +487,7 @@ def _rounded(name: str, unit: str) -> pl.Expr:
     return finite.then(col.round(digits) if digits is not None else col).alias(name)
 
 
-WHOLE_UNITS = ("USD",)
+WHOLE_UNITS = ("USD", "USD/year", "USD/month")
 SIG_FIG_UNITS = ("USD/M tokens", "kWh/M tokens")
 OPTION_DIGITS = {
     "USD/h": 4,

@@ -51,8 +51,8 @@ def format_value(unit: str, v) -> str:
         return "-" if v is None else f"{v / 1e12:,.1f} T{unit}" if unit == "FLOP/s" else f"{v / 1e9:,.0f} GB/s"
     if unit == "parameters":
         return "-" if v is None else f"{v / 1e9:,.2f} B"
-    if unit in ("USD", "USD/h"):
-        return "-" if v is None else f"${v:,.4f}" + ("/h" if unit == "USD/h" else "")
+    if unit in ("USD", "USD/h", "USD/year", "USD/month"):
+        return "-" if v is None else f"${v:,.4f}" + unit[3:]
     if unit == "fraction":
         return fmt_num(v, "", 2)
     if v is None:

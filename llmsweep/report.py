@@ -118,6 +118,8 @@ def f_value(v, column: str) -> str:
         "s": f_seconds,
         "tokens/s": f_tps,
         "USD": f_money,
+        "USD/year": f_money,
+        "USD/month": f_money,
         "USD/M tokens": f_usd,
         "USD/h": f_usd,
         "kW": f_kw,

@@ -69,6 +69,19 @@ def test_every_number_of_the_options_sheet_has_a_format(book):
         assert all(c.number_format != "General" for c in floats), (ws.cell(1, column[0].column).value, floats[0].value)
 
 
+def test_units_name_the_period_and_a_horizon_shows_its_years(book):
+    """The units row says what a cost is per (Opex per year, Cost per month: both were 'USD'), and the
+    horizon shows as 3.0, not '3.' (Excel's rendering of the 0.## format it had)."""
+    ws = book["options"]
+    units = {name.value: unit.value for name, unit in zip(ws[1], ws[2], strict=True)}
+    assert units["Opex (USD per year)"] == "USD/year" and units["Cost (USD per month)"] == "USD/month"
+    assert units["Capex (USD)"] == "USD"
+    headers = {cell.value: cell.column_letter for cell in ws[1]}
+    horizon = [c for c in ws[headers["Horizon (years)"]][2:] if c.value is not None]
+    assert horizon and {c.number_format for c in horizon} == {"0.0#"} and {c.value for c in horizon} == {3}
+    assert [export._shown(v, "years") for v in (3.0, 3.25, 3.5)] == ["3.0", "3.25", "3.5"]
+
+
 def test_widths_by_hand():
     import polars as pl
 
