@@ -1235,8 +1235,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             F,
             "kW",
             "Fleet kW",
-            "IT power of the fleet at full load: fleet_gpus x TDP + the servers holding them x host_kw (bought); "
-            "before PUE.",
+            "IT power of the fleet at full load: fleet_gpus x TDP + the servers holding them x host_kw (a "
+            "purchase's, which a rented offer of the same GPU draws too); before PUE.",
         ),
         (
             "capex_usd",
@@ -1307,8 +1307,8 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Tokens/s per kW",
             "Output tokens/s the fleet delivers on average (with a workload: its average requests/s x "
             "output_tokens; without, one replica's output_tokens_per_s) per kW of IT power drawn on average "
-            "(fleet_kw x power_utilization, before PUE), as the opex bills it. Host power counts only where the "
-            "offer states it (a purchase's host_kw): a rented row's is its GPUs' alone.",
+            "(fleet_kw x power_utilization, before PUE), as the opex bills it. Host power counts where the sweep "
+            "states it (a purchase's host_kw, also drawn by rented offers of that GPU); else the GPUs' alone.",
         ),
         (
             "kwh_per_million_output_tokens",

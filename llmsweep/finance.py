@@ -18,7 +18,7 @@ rent-or-buy break-even all use that one assumption.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -175,7 +175,7 @@ def price_offers(
             if ex is not None:
                 found.append(ex)
         if found:
-            offers[gid] = tuple(found)
+            offers[gid] = tuple(_with_host_power(found))
         elif gid not in costs and is_data_centre(catalog, gid) and (use_examples or costs):
             notes.append(f"no price for {gid}: give one under costs to see its cost columns")
     examples = sorted(g for g, os in offers.items() if any(o.source.startswith("example") for o in os))
@@ -185,6 +185,14 @@ def price_offers(
             "put your own quotes under a sweep's costs"
         )
     return offers, notes
+
+
+def _with_host_power(found: list[Offer]) -> list[Offer]:
+    """A GPU's servers draw their host power (CPUs, fans, NICs) whoever pays for it: a rented offer of a
+    GPU whose purchase states host_kw gets it too, for the fleet's kW and energy per token only (the
+    rent pays the bill), so that rented and bought fleets of one GPU draw alike."""
+    host = max((o.host_kw for o in found if o.kind == "buy"), default=0.0)
+    return [replace(o, host_kw=host) if o.kind != "buy" and not o.host_kw else o for o in found]
 
 
 OFFER_COMPONENTS = {  # plan.csv column <- Offer field
@@ -288,7 +296,7 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
             servers_needed=pl.when(c.fits)
             .then((pl.coalesce(c.gpus_bought, fleet) / c.gpus_per_node).ceil().cast(pl.Int64))
             .cast(pl.Int64),
-            fleet_kw=c.fleet_kw + pl.when(bought).then(in_use * pl.col("_host_kw")).otherwise(0.0),
+            fleet_kw=c.fleet_kw + in_use * pl.col("_host_kw").fill_null(0.0),
         )
         .with_columns(
             racks_needed=pl.when(bought & c.fits)

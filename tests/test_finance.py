@@ -538,6 +538,22 @@ def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
     assert qwen["Rank"].to_list()[:2] == [1, 3] and qwen["GPU"][1] == "h100-sxm"
 
 
+def test_rented_and_bought_fleets_of_one_gpu_draw_alike(procurement):
+    """Procurement's H200 purchase states host_kw 3.0 (CPUs, fans, NICs of each 8-GPU server); its
+    rentals sit in the same servers. Qwen3-30B on 5 H200s: 5 x 0.7 kW TDP + 1 server x 3.0 kW = 6.5 kW
+    rented or bought (the rentals had 3.5 kW, 45 % under); the rent, which pays that power, is unchanged
+    (5 x $3.50 x 8,760 h = $153,300 a year)."""
+    import polars as pl
+
+    table = pl.read_csv(procurement / "options.csv")
+    h200 = table.filter((pl.col("GPU") == "h200-sxm") & (pl.col("Model") == "Qwen/Qwen3-30B-A3B"))
+    assert h200["GPUs"].to_list() == [5, 5, 5] and set(h200["Servers"]) == {1}
+    assert set(h200["Power (kW)"]) == {5 * 0.7 + 3.0}
+    assert len(set(h200["kWh per M output tokens"])) == 1
+    rent = h200.filter(pl.col("Offer") == "rent")
+    assert rent["Opex (USD per year)"].to_list() == [5 * 3.5 * 8760]
+
+
 def test_options_without_targets_say_so(tmp_path):
     """A sweep without slo ranks every option that fits: options.csv says 'no targets', not 'yes'."""
     import polars as pl
