@@ -219,14 +219,15 @@ def option_label(frame: pl.DataFrame, offer: bool = False) -> pl.Expr:
 # -- will it fit? ----------------------------------------------------------------------------------
 def memory_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model, each GPU's best option (rank order) at its operating point: weights, the KV cache of
-    the requests in flight there (ceil(concurrency) of the batch's), activations and overhead, against
-    the usable memory of one GPU."""
+    the requests in flight there (ceil(concurrency) requests at the batch's KV per request: under a
+    workload's random arrivals more than the closed-loop batch the targets were checked at, as many as
+    the replica's KV slots admit), activations and overhead, against the usable memory of one GPU."""
     series = ranked_series(options)
     if series.height == 0:
         return pl.DataFrame()
     rows = _pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)), series)
     rows = _first(rows).with_columns(
-        in_flight=pl.min_horizontal(pl.col("concurrency").ceil(), pl.col("batch")).clip(lower_bound=1)
+        in_flight=pl.col("concurrency").ceil().clip(lower_bound=1)
     )
     rows = _layout_label(rows.with_columns(kv=pl.col("kv_cache_bytes") * pl.col("in_flight") / pl.col("batch")))
     parts = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -176,6 +177,25 @@ def test_memory_chart_draws_each_option_at_its_operating_point(frame, plan_rows)
     assert first.startswith(
         plan_rows.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("rank") == 1))["gpu"][0]
     )
+
+
+def test_memory_chart_holds_the_kv_cache_of_every_request_in_flight(frame, plan_rows):
+    """Under a workload's random arrivals a replica can hold more requests than the closed-loop batch
+    its targets were checked at (frontier-moe's GB200: 489 in flight, batch 144): the chart draws the KV
+    cache of all of them, ceil(concurrency) x the batch's KV per request, not of the batch's (it drew
+    144, 3.4x too little)."""
+    rows = plan_rows.with_columns(concurrency=pl.col("batch") * 3.4)
+    data = charts.memory_data(frame, rows)
+    best = rows.filter((pl.col("model") == "meta-llama/Llama-3.1-70B") & (pl.col("gpu") == "h100-sxm"))
+    best = best.filter(pl.col("rank") == best["rank"].min()).row(0, named=True)
+    kv = data.filter(
+        (pl.col("model") == "meta-llama/Llama-3.1-70B")
+        & (pl.col("option") == "h100-sxm · fp8 · tp2")
+        & (pl.col("component") == "KV cache")
+    ).row(0, named=True)
+    in_flight = math.ceil(best["batch"] * 3.4)
+    assert kv["in_flight"] == in_flight
+    assert kv["gib"] == pytest.approx(best["kv_cache_bytes"] * in_flight / best["batch"] / GIB)
 
 
 def test_decode_chart_data(frame, plan_rows):
