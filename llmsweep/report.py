@@ -437,9 +437,13 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
     priced = bool(manifest.get("prices"))
     counts = frame.select(pl.len().alias("rows"), pl.col("fits").sum().alias("fit")).collect().row(0, named=True)
     shown = list(TABLE_COLUMNS)
+    names = frame.collect_schema().names()
+    wide = [n for n in ("ep", "dp_attention") if n in names]  # shown where a layout uses them
+    used = frame.filter(pl.col("fits")).select(pl.col(n).max() > 1 for n in wide).collect() if wide else None
+    shown[shown.index("pp") + 1 : shown.index("pp") + 1] = [n for n in wide if used is not None and used[n][0]]
     if serving["shown"]:  # the serving mode after the layout
-        at = shown.index("pp") + 1
-        shown[at:at] = [c for c in SERVING_TABLE_COLUMNS if c in frame.collect_schema().names()]
+        at = shown.index("pp") + 1 + sum(n in shown for n in wide)
+        shown[at:at] = [c for c in SERVING_TABLE_COLUMNS if c in names]
     slo = spec.get("slo") or {}
     order = [column, "_order"]
     if slo:  # sorted by cost, rows that miss a target are among the cheapest: those that meet them first

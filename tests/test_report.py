@@ -459,6 +459,11 @@ def test_with_targets_the_configurations_table_lists_those_that_meet_them_first(
         assert group == sorted(group, reverse=higher)
     md = (modes / "report.md").read_text()
     assert f"by {ctx['rank']['label']}, those that meet the targets first; estimates.csv has every row." in md
+    # a layout with expert parallelism shows it (rows differing only in ep looked like duplicates), and
+    # under a workload the table says its fleets are sized at each row's own batch, not as planned above
+    assert table["columns"][table["columns"].index("pp") + 1] == "ep"
+    assert "dp_attention" not in table["columns"]  # no layout of this sweep uses it
+    assert "the recommendations above run each option at the traffic planned for it" in md
 
 
 def test_the_frontier_names_each_point_with_its_serving_mode(modes):
