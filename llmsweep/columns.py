@@ -1075,7 +1075,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "Mean time to first token under load: own prefill + waiting behind other prompts + scheduling.",
         ),
         ("ttft_wait_s", F, "s", "TTFT wait", "ttft_s - prefill_s: the part of TTFT spent waiting or sharing."),
-        ("ttft_p90_s", F, "s", "TTFT p90", "90th percentile of TTFT (exponential tail of the prefill wait)."),
+        (
+            "ttft_p90_s",
+            F,
+            "s",
+            "TTFT p90",
+            "90th percentile of TTFT (exponential tail of the prefill wait). Below ttft_s when few requests (about a "
+            "tenth or fewer) wait at all: the mean carries the few that queue, the p90 a request that does not.",
+        ),
         ("ttft_p99_s", F, "s", "TTFT p99", "99th percentile of TTFT (exponential tail of the prefill wait)."),
         ("request_latency_s", F, "s", "Request latency", "ttft_s + (output_tokens - 1) x tpot_s."),
         (
