@@ -524,8 +524,8 @@ def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
 
 def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
     """options.csv keeps the best layout of each GPU x offer with the rank plan.csv (and the report's
-    #) gives that layout, so "rank 3" names one configuration in every file: Qwen3-30B's second row is
-    H100 reserved at rank 3 (rank 2 is MI300X rented at another layout, not a row here)."""
+    #) gives that layout, so "rank 4" names one configuration in every file: Qwen3-30B's second row is
+    H100 reserved at rank 4 (ranks 2 and 3 are MI300X rented at other layouts, not rows here)."""
     import polars as pl
 
     table = pl.read_csv(procurement / "options.csv").filter(pl.col("Rank").is_not_null())
@@ -535,7 +535,7 @@ def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
     assert joined["tco_usd"].is_not_null().all()  # every (option, rank) is a row of plan.csv
     assert (joined["TCO (USD)"] == joined["tco_usd"].round(0).cast(pl.Int64)).all()
     qwen = table.filter(pl.col("Model") == "Qwen/Qwen3-30B-A3B")
-    assert qwen["Rank"].to_list()[:2] == [1, 3] and qwen["GPU"][1] == "h100-sxm"
+    assert qwen["Rank"].to_list()[:2] == [1, 4] and qwen["GPU"][1] == "h100-sxm"
 
 
 def test_rented_and_bought_fleets_of_one_gpu_draw_alike(procurement):
