@@ -122,13 +122,16 @@ class _Resolver:
             what = f"{self.doc.file}: gpus.{gid}" + (f" (the rest inherited from {base})" if base else "")
             sweep_source = Source(ref="sweep", source=what, fields=sorted(fields))
             gpus[existing or gid] = gpu.model_copy(update={"sources": [*gpu.sources, sweep_source]})
-        named: dict[str, str] = {}
+        named: dict[str, str] = {}  # the model each `models:` key names -> the first key naming it
         for mid, fields in self.spec.models.items():
             path = ("models", mid)
-            if normalize(mid) in named:
-                self.fail(path, f"{mid!r} and {named[normalize(mid)]!r} name the same model; give each model once")
+            existing = self._catalog_model(catalog, mid)
+            same = existing or normalize(mid)
+            if same in named:
+                what = f"both name {existing}" if existing else "name the same model"
+                self.fail(path, f"{mid!r} and {named[same]!r} {what}; give each model once")
                 continue
-            named[normalize(mid)] = mid
+            named[same] = mid
             meta = {k: fields[k] for k in ("name", "license", "aliases") if k in fields}
             try:
                 if "config" in fields:
@@ -154,18 +157,41 @@ class _Resolver:
                 self.fail((*path, "config") if "config" in fields else path, str(e).removeprefix(f"models.{mid}: "))
                 self.broken.add(mid)
                 continue
+            aliases = meta.get("aliases", [])
+            if existing:  # the catalog's model, by whichever spelling: its names still find it
+                old = catalog.model(existing)
+                if isinstance(aliases, list):  # else ModelEntry says what is wrong
+                    aliases = [*old.aliases, *([mid] if mid != existing else []), *aliases]
+                meta.setdefault("license", old.license)
             try:
-                models[mid] = ModelEntry(
+                models[existing or mid] = ModelEntry(
                     name=meta.get("name", mid),
                     config=cfg,
                     license=meta.get("license", "unknown: check the model card"),
-                    aliases=meta.get("aliases", []),
+                    aliases=aliases,
                     sources=[{"ref": "sweep", "source": source, "fields": ["config"]}],
                 )
             except ValidationError as e:
                 self.problems.extend(_pydantic_problems(self.doc, e, ModelEntry, prefix=path))
                 self.broken.add(mid)
+                continue
+            if existing and mid != existing:
+                line = self.doc.line(path)
+                self.notes.append(
+                    f"{self.doc.file}:{line}: " * bool(line) + f"models.{mid}: names the catalog's {existing}, so "
+                    f"this entry replaces its config: every grid name of {existing} uses it"
+                )
         return replace(catalog, gpus=gpus, models=models)
+
+    @staticmethod
+    def _catalog_model(catalog: Catalog, mid: str) -> str | None:
+        """The catalog model a `models:` key names by any spelling the grid accepts (its id, an alias,
+        another org's or a variant's name: `llama-3.1-8b`, `meta-llama/Llama-3.1-8B-Instruct`), else
+        None: a new model (an ambiguous name too, which the grid then finds under the key itself)."""
+        try:
+            return catalog._index("model").resolve(mid).id
+        except LlmsweepError:
+            return None
 
     def names(self, axis: str, values: list[str], kind: str) -> list[str]:
         resolve = getattr(self.catalog, f"resolve_{kind}")

@@ -1,0 +1,64 @@
+"""Hostile inputs found in round four: a sweep's model under another spelling of a catalog model, a
+run folder missing a file its manifest lists or holding non-finite numbers, prices for GPUs the grid
+does not use, engines on platforms they do not run on, and latency targets below a millisecond."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from llmsweep.cli import main
+from llmsweep.spec import load
+
+TINY = "{hidden_size: 64, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 1000}"
+
+
+def write(tmp_path: Path, text: str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+# -- 1. a `models:` entry naming a catalog model by another spelling overrides it ---------------
+
+
+@pytest.mark.parametrize(
+    ("key", "grid_name"),
+    [
+        ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),  # an alias, and the grid a variant
+        ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+        ("llama-3.1-8b", "llama-3.1-8b"),
+        ("unsloth/Llama-3.1-8B-Instruct", "Llama 3.1 8B"),  # another org's repackaging, not an alias
+    ],
+)
+def test_a_model_entry_under_another_spelling_overrides_the_catalog_model(tmp_path, key, grid_name):
+    path = write(tmp_path, f"name: m\ngrid: {{gpu: [h100-sxm], model: ['{grid_name}']}}\nmodels:\n  {key}: {TINY}\n")
+    s = load(path)
+    assert s.axes.model == ["meta-llama/Llama-3.1-8B"]
+    model = s.catalog.model("meta-llama/Llama-3.1-8B")
+    assert model.config["hidden_size"] == 64  # the sweep's config, not the catalog's 4096
+    assert model.license == "Llama 3.1 Community License"  # not given: the catalog model's
+    assert f"{path}:4: models.{key}: names the catalog's meta-llama/Llama-3.1-8B, so this entry replaces " in s.notes[0]
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and "this entry replaces its config: every grid name of meta-llama/Llama-3.1-8B" in (
+        r.output
+    ), r.output
+
+
+def test_a_model_entry_under_the_catalog_id_overrides_it_without_a_note(tmp_path):
+    path = write(
+        tmp_path,
+        f"name: m\ngrid: {{gpu: [h100-sxm], model: [llama-3.1-8b]}}\nmodels:\n  meta-llama/Llama-3.1-8B: {TINY}\n",
+    )
+    s = load(path)
+    assert s.catalog.model(s.axes.model[0]).config["hidden_size"] == 64 and s.notes == ()
+
+
+def test_a_new_model_keeps_its_own_name(tmp_path):
+    s = load(
+        write(tmp_path, f"name: m\ngrid: {{gpu: [h100-sxm], model: [tiny, llama-3.1-8b]}}\nmodels:\n  tiny: {TINY}\n")
+    )
+    assert s.axes.model == ["tiny", "meta-llama/Llama-3.1-8B"]
+    assert s.catalog.model("meta-llama/Llama-3.1-8B").config["hidden_size"] == 4096 and s.notes == ()
