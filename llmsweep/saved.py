@@ -26,6 +26,7 @@ from llmsweep.limits import (
     check_regular_file,
     read_regular_file,
 )
+from llmsweep.outfolder import listed_files
 
 NOT_OURS = "this file was not written by llmsweep run (or by a different version)"
 MAX_LISTED = 5  # problems named in one message
@@ -51,8 +52,13 @@ def load(estimates: str | Path) -> Saved:
     manifest = read_manifest(folder / "manifest.json")
     plan_path = folder / "plan.parquet"
     options = pl.DataFrame()
-    if plan_path.exists():
+    if plan_path.exists() or plan_path.is_symlink():
         options = read_frame(plan_path, PLAN_EXPORTED, PLAN_REQUIRED).collect()
+    elif "plan.parquet" in listed_files(manifest):  # the run wrote it: without it the answer would be empty
+        raise LlmsweepError(
+            f"{plan_path}: not found, though {folder / 'manifest.json'} lists it: the report's answer and "
+            "charts come from it; put it back (or run the sweep again)"
+        )
     return Saved(frame, options, manifest)
 
 

@@ -189,8 +189,23 @@ def test_plan_values_the_report_cannot_use(results):
     assert snapshot(results) == before
 
 
-def test_without_plan_parquet_the_report_still_renders(results):
+def test_a_missing_plan_parquet_the_manifest_lists_is_an_error(results):
+    """It exited 0 with an empty answer and deleted six charts as stale."""
     (results / "plan.parquet").unlink()
+    fails_leaving_reports(
+        results,
+        f"{results / 'plan.parquet'}: not found, though {results / 'manifest.json'} lists it: the report's answer "
+        "and charts come from it; put it back (or run the sweep again)",
+    )
+
+
+def test_without_plan_parquet_a_run_that_wrote_none_still_renders(results):
+    """A run from before plan.parquet: its manifest does not list one."""
+    (results / "plan.parquet").unlink()
+    data = json.loads((results / "manifest.json").read_text())
+    data["files"].remove("plan.parquet")
+    del data["file_sha256"]["plan.parquet"]
+    (results / "manifest.json").write_text(json.dumps(data))
     r = report(results, "--format", "md")
     assert r.exit_code == 0, r.output
     assert "## Recommendations" in (results / "report.md").read_text()
