@@ -118,14 +118,26 @@ def read_frame(path: Path, columns: tuple[str, ...], required: tuple[str, ...]) 
         raise _problems(path, problems)
     frame = frame.select([pl.col(n).cast(SCHEMA[n]) for n in columns])
     frame = frame.with_columns(pl.col(pl.Float64).fill_nan(None))
+    floats = [n for n in columns if SCHEMA[n] == pl.Float64]
     try:  # reads every value once: a damaged file or a value its type cannot hold fails here, not mid-report
-        rows, *nulls = frame.select(pl.len(), pl.col(required).null_count()).collect().row(0)
+        rows, *counts = (
+            frame.select(
+                pl.len(),
+                pl.col(required).null_count(),
+                *(pl.col(n).is_infinite().sum().alias(f"{n} infinite") for n in floats),
+            )
+            .collect()
+            .row(0)
+        )
     except pl.exceptions.PolarsError as e:
         raise _unreadable(path, e) from None
     if rows == 0 and path.name != "plan.parquet":
         raise LlmsweepError(f"{path}: holds no configurations; a run writes at least one row")
-    empty = [
-        f"column {n} has {k:,} missing value{'s' if k != 1 else ''}" for n, k in zip(required, nulls, strict=True) if k
+    nulls, infinite = counts[: len(required)], counts[len(required) :]
+    empty = [f"column {n} has {k:,} missing value{'s' * (k != 1)}" for n, k in zip(required, nulls, strict=True) if k]
+    # every number a run writes is finite (a NaN, which it never writes either, reads as missing above)
+    empty += [
+        f"column {n} has {k:,} infinite value{'s' * (k != 1)}" for n, k in zip(floats, infinite, strict=True) if k
     ]
     if empty:
         raise _problems(path, empty)

@@ -154,6 +154,21 @@ FRAME_CASES = {
         f"column model has 20 missing values; {NOT_OURS}",
     ),
     "estimates missing": ("estimates.parquet", lambda p: p.unlink(), None),
+    "infinite estimates": (  # the report showed data-v="inf"
+        "estimates.parquet",
+        lambda p: rewrite(p, lambda f: f.with_columns(ttft_s=float("inf"), tpot_s=float("-inf"))),
+        f"column tpot_s has 72 infinite values; column ttft_s has 72 infinite values; {NOT_OURS}",
+    ),
+    "one infinite plan cost": (  # the answer said "$inf over 3 years"
+        "plan.parquet",
+        lambda p: rewrite(
+            p,
+            lambda f: f.with_columns(
+                tco_usd=pl.when(pl.int_range(pl.len()) == 0).then(float("inf")).otherwise("tco_usd")
+            ),
+        ),
+        f"column tco_usd has 1 infinite value; {NOT_OURS}",
+    ),
 }
 
 
