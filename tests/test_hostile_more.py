@@ -62,3 +62,44 @@ def test_a_new_model_keeps_its_own_name(tmp_path):
     )
     assert s.axes.model == ["tiny", "meta-llama/Llama-3.1-8B"]
     assert s.catalog.model("meta-llama/Llama-3.1-8B").config["hidden_size"] == 4096 and s.notes == ()
+
+
+# -- 4. costs: an ambiguous GPU name is noted as in the grid; a GPU the grid lacks is an error -------
+
+
+def test_an_ambiguous_gpu_name_under_costs_is_noted_as_in_the_grid(tmp_path):
+    path = write(tmp_path, "name: c\ngrid: {gpu: [h100-sxm], model: [llama-3.1-8b]}\ncosts: {'H100 80GB': {rent: 2}}\n")
+    assert load(path).notes == (
+        "gpu 'H100 80GB' is ambiguous; using h100-sxm (the most common variant; also: h100-pcie)",
+    )
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and "note: gpu 'H100 80GB' is ambiguous; using h100-sxm" in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    ("grid", "costs", "note"),
+    [
+        (
+            "[h100-sxm, l40s]",
+            "{h100-sxm: {rent: 2}, b200: {rent: 5}}",
+            "costs.b200: 'b200' is not a GPU of the grid (h100-sxm, l40s), so its prices are not used",
+        ),
+        (  # the price meant for the grid's H100 PCIe went to the SXM part the ambiguous name picks
+            "[h100-pcie]",
+            "{'H100 80GB': {rent: 2}}",
+            "costs.H100 80GB: 'H100 80GB' (read as h100-sxm) is not a GPU of the grid (h100-pcie), so its prices are "
+            "not used; did you mean 'h100-pcie'?",
+        ),
+    ],
+)
+def test_a_price_for_a_gpu_the_grid_does_not_use_is_noted_with_its_line(tmp_path, grid, costs, note):
+    path = write(tmp_path, f"name: c\ngrid: {{gpu: {grid}, model: [llama-3.1-8b]}}\ncosts: {costs}\n")
+    assert f"{path}:3: {note}" in load(path).notes
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and f"note: {path}:3: {note}\n" in r.output, r.output
+
+
+def test_a_grid_gpu_that_does_not_resolve_is_not_also_a_price_without_a_gpu(tmp_path):
+    path = write(tmp_path, "name: c\ngrid: {gpu: [h100-sxn], model: [llama-3.1-8b]}\ncosts: {h100-sxm: {rent: 2}}\n")
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 1 and "not a GPU of the grid" not in r.output and "unknown gpu 'h100-sxn'" in r.output

@@ -117,7 +117,7 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     _check_workload_lengths(r, spec, inputs, outputs)
     exclude = resolve_exclusions(r, spec.exclude, axes, contexts, grid_ok)
     check_speculation(r, axes, exclude, speculation_paths)
-    _check_costs(r, spec)
+    _check_costs(r, spec, gpus if len(gpus) == len(g.gpu) else None)  # else a grid GPU was reported
     profile_name = profile or spec.profile
     prof = None
     try:  # a profile file named in the sweep is relative to the sweep; on the command line, to the cwd

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
 from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
 from llmsweep.catalog.gpus import Source
-from llmsweep.catalog.names import normalize
+from llmsweep.catalog.names import normalize, parse_gpu
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
 from llmsweep.spec.models import EVERY_GPU, CostSpec, SweepSpec
 from llmsweep.spec.problems import _pydantic_problems
@@ -237,18 +237,24 @@ class _Resolver:
         return out
 
 
-def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
-    """GPU names under costs resolve, and each GPU's offers have distinct ids."""
+def _check_costs(r: _Resolver, spec: SweepSpec, grid_gpus: Sequence[str] | None) -> None:
+    """GPU names under costs resolve (an ambiguous one noted as in grid.gpu), each GPU's offers have
+    distinct ids, and a GPU the grid lacks (`grid_gpus`, None when one did not resolve) is noted."""
     priced: dict[str, str] = {}
     for gpu_name, offers in spec.costs.items():
         if gpu_name == EVERY_GPU:
             continue
         try:
-            gid = r.catalog.resolve_gpu(gpu_name).id
+            resolved = r.catalog.resolve_gpu(gpu_name)
         except LlmsweepError as e:
             if gpu_name not in r.broken:
                 r.fail(("costs", gpu_name), str(e))
             continue
+        gid = resolved.id
+        if resolved.note:
+            r.notes.append(resolved.note)
+        if grid_gpus is not None and gid not in grid_gpus:
+            _not_in_grid(r, gpu_name, gid, grid_gpus)
         if gid in priced:
             r.fail(
                 ("costs", gpu_name),
@@ -269,6 +275,21 @@ def _check_costs(r: _Resolver, spec: SweepSpec) -> None:
         for i, offer in enumerate(offers):
             at = ("costs", gpu_name, i) if isinstance(raw, list) else ("costs", gpu_name)
             _check_rack(r, at, gid, offer)
+
+
+def _not_in_grid(r: _Resolver, gpu_name: str, gid: str, grid_gpus: Sequence[str]) -> None:
+    """A price for a GPU no row uses prices nothing: a note (not an error: a price list kept whole while
+    the grid is narrowed, or a GPU dropped from it, is a way of working), with the grid's GPUs of the
+    same family first as the did-you-mean, for a misspelt or ambiguous name."""
+    family = parse_gpu(gid).family
+    hint = [g for g in grid_gpus if parse_gpu(g).family == family][:2] or did_you_mean(gid, grid_gpus, n=1)
+    read = "" if normalize(gpu_name) == normalize(gid) else f" (read as {gid})"
+    line = r.doc.line(("costs", gpu_name))
+    r.notes.append(
+        f"{r.doc.file}:{line}: " * bool(line) + f"costs.{gpu_name}: {gpu_name!r}{read} is not a GPU of the grid "
+        f"({', '.join(grid_gpus)}), so its prices are not used"
+        + (f"; did you mean {' or '.join(repr(h) for h in hint)}?" if hint else "")
+    )
 
 
 def _check_rack(r: _Resolver, at: KeyPath, gid: str, offer: CostSpec) -> None:
