@@ -750,6 +750,14 @@ COLUMNS: tuple[Column, ...] = tuple(
         ("expert_inside_link", S, "", "", "Link among the expert group's GPUs inside one network unit.", False),
         ("pp_inside_link", S, "", "", "Link of the stage boundaries inside one network unit.", False),
         ("layout_reason", S, "", "", "Why the layout cannot run, before lengths are known.", False),
+        (
+            "platform_reason",
+            S,
+            "",
+            "",
+            "Why the engine cannot run on the GPU's platform (MLX off Apple silicon).",
+            False,
+        ),
         ("draft_fraction", F, "", "", "One draft pass's weights and FLOPs over one target pass's.", False),
         (
             "draft_kv_ratio",

@@ -13,7 +13,14 @@ from itertools import product
 import polars as pl
 
 from llmsweep.catalog import Catalog, Profile
-from llmsweep.catalog.engines import AUTO, auto_kv_precision, default_engine, mtp_draft_tokens
+from llmsweep.catalog.engines import (
+    AUTO,
+    auto_kv_precision,
+    default_engine,
+    gpu_platform,
+    mtp_draft_tokens,
+    platform_reason,
+)
 from llmsweep.columns import BAND_GROUPS, POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
@@ -175,6 +182,7 @@ def gpu_table(
                 "engine": engine,
                 "gpu_name": g.name or gid,
                 "gpu_family": g.family,
+                "platform_reason": platform_reason(engine, gpu_platform(g.vendor, g.family)),
                 "gpu_memory_bytes": g.memory_bytes,
                 "memory_bandwidth_bytes_per_s": g.memory_bandwidth_gbps * 1e9,
                 "gpus_per_node": g.gpus_per_node,

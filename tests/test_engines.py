@@ -174,3 +174,48 @@ def test_bad_engine_in_sweep_names_the_key(tmp_path):
         Exception, match=r"s.yaml:3: grid.engine\[1\]: unknown engine 'tensor'; did you mean 'trtllm'\?"
     ):
         _sweep(tmp_path, "grid:\n  engine: [vllm, tensor]\n  gpu: [h100-sxm]\n  model: [llama-3.1-8b]\n")
+
+
+def test_an_engine_on_a_platform_it_does_not_run_on_cannot_run(tmp_path):
+    """MLX on an H100 was estimated at 115 tokens/s per user and TensorRT-LLM on an M4 Max at 24."""
+    s = _sweep(
+        tmp_path,
+        "grid: {gpu: [h100-sxm, m4-max, mi300x, gaudi3], engine: [mlx, exllamav2, llama.cpp, trtllm, vllm, sglang],"
+        " model: [llama-3.1-8b]}\n",
+    )
+    frame = pipeline.compute(s).collect().with_columns(pl.col("gpu", "engine", "reason").cast(pl.String))
+    reasons = {(r["gpu"], r["engine"]): (r["fits"], r["reason"]) for r in frame.to_dicts()}
+    no = {
+        ("h100-sxm", "mlx"): "MLX runs on Apple silicon only (its CUDA backend is not modelled), not on an NVIDIA GPU",
+        ("mi300x", "mlx"): "MLX runs on Apple silicon only (its CUDA backend is not modelled), not on an AMD GPU",
+        ("gaudi3", "mlx"): "MLX runs on Apple silicon only (its CUDA backend is not modelled), not on Intel Gaudi",
+        ("m4-max", "trtllm"): "TensorRT-LLM runs on NVIDIA GPUs only, not on Apple silicon",
+        ("mi300x", "trtllm"): "TensorRT-LLM runs on NVIDIA GPUs only, not on an AMD GPU",
+        ("gaudi3", "trtllm"): "TensorRT-LLM runs on NVIDIA GPUs only, not on Intel Gaudi",
+        ("m4-max", "exllamav2"): "ExLlamaV2 runs on NVIDIA GPUs and AMD GPUs, not on Apple silicon",
+        ("gaudi3", "exllamav2"): "ExLlamaV2 runs on NVIDIA GPUs and AMD GPUs, not on Intel Gaudi",
+        (
+            "gaudi3",
+            "llama.cpp",
+        ): "llama.cpp runs on NVIDIA GPUs, AMD GPUs, Apple silicon and Intel GPUs, not on Intel Gaudi",
+        ("m4-max", "vllm"): "vLLM runs on NVIDIA GPUs, AMD GPUs, Intel GPUs and Intel Gaudi, not on Apple silicon",
+        ("m4-max", "sglang"): "SGLang runs on NVIDIA GPUs, AMD GPUs and Intel GPUs, not on Apple silicon",
+        ("gaudi3", "sglang"): "SGLang runs on NVIDIA GPUs, AMD GPUs and Intel GPUs, not on Intel Gaudi",
+    }
+    assert {k: v[1] for k, v in reasons.items() if v[1]} == no
+    assert all(fits == (key not in no) for key, (fits, _) in reasons.items())
+
+
+def test_a_new_gpu_takes_its_platform_from_its_family_or_the_gpu_it_inherits(tmp_path):
+    s = _sweep(
+        tmp_path,
+        "grid: {gpu: [mine, mac, odd], engine: [trtllm], model: [llama-3.1-8b]}\ngpus:\n  mine: {inherit: h100-sxm}\n"
+        "  mac: {memory_gb: 64, memory_bandwidth_gbps: 400, dense_tflops: {bf16: 30}, family: apple}\n"
+        "  odd: {memory_gb: 64, memory_bandwidth_gbps: 400, dense_tflops: {bf16: 30}}\n",
+    )
+    frame = pipeline.compute(s).collect().with_columns(pl.col("gpu", "reason").cast(pl.String))
+    assert dict(frame.select("gpu", "reason").rows()) == {
+        "mine": None,
+        "mac": "TensorRT-LLM runs on NVIDIA GPUs only, not on Apple silicon",
+        "odd": None,  # a GPU of unknown make: no rule applies
+    }

@@ -86,6 +86,82 @@ def served(framework: str | None) -> bool:
     return not (framework and _OFFLINE_HARNESS.search(framework))
 
 
+# -- the platforms each engine runs on ----------------------------------------------------------------
+
+# A GPU's platform, from the catalog's `vendor` (the first word: 'Intel (Habana)' is Gaudi, an
+# accelerator with its own software stack, not an Intel GPU), else from its family for a sweep's own GPU
+# without a vendor; None (no rule applies) for a GPU of unknown make.
+PLATFORM_NAMES = {
+    "nvidia": "an NVIDIA GPU",
+    "amd": "an AMD GPU",
+    "apple": "Apple silicon",
+    "intel": "an Intel GPU",
+    "gaudi": "Intel Gaudi",
+}
+_PLATFORMS_PLURAL = {
+    "nvidia": "NVIDIA GPUs",
+    "amd": "AMD GPUs",
+    "apple": "Apple silicon",
+    "intel": "Intel GPUs",
+    "gaudi": "Intel Gaudi",
+}
+_FAMILY_PLATFORM = {
+    **dict.fromkeys(("blackwell", "hopper", "ada", "ampere", "turing", "volta", "pascal", "geforce"), "nvidia"),
+    **dict.fromkeys(("cdna", "rdna"), "amd"),
+    "apple": "apple",
+    **dict.fromkeys(("xe", "arc"), "intel"),
+    "gaudi": "gaudi",
+}
+
+
+def gpu_platform(vendor: str | None, family: str | None) -> str | None:
+    """'NVIDIA (with MediaTek)' -> nvidia; 'Intel (Habana)' -> gaudi; no vendor: by family (hopper -> nvidia)."""
+    if vendor:
+        v = vendor.lower()
+        if "habana" in v or "gaudi" in v:
+            return "gaudi"
+        for key in ("nvidia", "amd", "apple", "intel"):
+            if v.startswith(key):
+                return key
+    return _FAMILY_PLATFORM.get(family or "")
+
+
+# The platforms each engine's documentation lists (an engine not here runs on every platform):
+# - vLLM: NVIDIA CUDA, AMD ROCm, Intel XPU (Arc, Data Center GPU Max) and Intel Gaudi (the vllm-gaudi
+#   plugin); on macOS it builds for the CPU only, not Apple's GPU (docs.vllm.ai, "Installation: GPU",
+#   "CPU: Apple silicon").
+# - SGLang: NVIDIA, AMD ROCm and Intel XPU (docs.sglang.ai, "Hardware platforms"); no Metal backend, and no
+#   Gaudi support in its documentation.
+# - TensorRT-LLM: NVIDIA GPUs only (nvidia.github.io/TensorRT-LLM, "Support matrix").
+# - ExLlamaV2: CUDA and ROCm (github.com/turboderp/exllamav2, README "Installation"): NVIDIA and AMD GPUs.
+# - MLX: Apple silicon, Metal (github.com/ml-explore/mlx README); its CUDA backend (mlx[cuda], 2025) is new
+#   and is not what the mlx efficiency profile describes, so it is not modelled.
+# - llama.cpp: CUDA, HIP (AMD), Metal, SYCL and Vulkan (Intel GPUs) (github.com/ggml-org/llama.cpp README,
+#   "Supported backends"): every GPU platform here but Gaudi, which has none of them.
+ENGINE_PLATFORMS: dict[str, frozenset[str]] = {
+    "vllm": frozenset({"nvidia", "amd", "intel", "gaudi"}),
+    "sglang": frozenset({"nvidia", "amd", "intel"}),
+    "trtllm": frozenset({"nvidia"}),
+    "exllamav2": frozenset({"nvidia", "amd"}),
+    "mlx": frozenset({"apple"}),
+    "llama.cpp": frozenset({"nvidia", "amd", "apple", "intel"}),
+}
+
+
+def platform_reason(engine: str, platform: str | None) -> str | None:
+    """Why `engine` cannot run on a GPU of `platform` ('TensorRT-LLM runs on NVIDIA GPUs only, not on
+    Apple silicon'), or None when it can."""
+    runs_on = ENGINE_PLATFORMS.get(engine)
+    if runs_on is None or platform is None or platform in runs_on:
+        return None
+    listed = [_PLATFORMS_PLURAL[p] for p in _PLATFORMS_PLURAL if p in runs_on]
+    where = listed[0] + " only" if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    if engine == "mlx":
+        where += " (its CUDA backend is not modelled)"
+    name = "MLX" if engine == "mlx" else ENGINES[engine]
+    return f"{name} runs on {where}, not on {PLATFORM_NAMES[platform]}"
+
+
 def default_engine(family: str) -> str:
     """The engine a GPU of this family is assumed to run when the sweep does not say."""
     return "llama.cpp" if family in _LOCAL_FAMILIES else "vllm"

@@ -258,7 +258,9 @@ def layout_reason() -> pl.Expr:
     ep and dp_attention only for MoE models, ep dividing tp x dp_attention and at most the routed
     experts (an ep that does not divide them places one more expert on some ranks); a link with a
     known bandwidth for every collective, including the scale-out network for a layout across
-    servers or NVLink domains; a published rate for the compute dtype. Messages are literals (the
+    servers or NVLink domains; a published rate for the compute dtype. Before all of them, an engine
+    on a platform it does not run on (MLX off Apple silicon, TensorRT-LLM off NVIDIA: `platform_reason`,
+    one per GPU and engine). Messages are literals (the
     numbers are in the row).
     """
     spans_network = c.worker_gpus > c.network_unit_gpus
@@ -299,7 +301,8 @@ def layout_reason() -> pl.Expr:
     expr = text(None)
     for condition, message in reversed(rules):
         expr = pl.when(condition).then(text(message)).otherwise(expr)
-    return expr
+    # first, an engine on a platform it does not run on (grid.gpu_table, from catalog/engines.ENGINE_PLATFORMS)
+    return pl.when(c.platform_reason.is_not_null()).then(c.platform_reason).otherwise(expr)
 
 
 def row_reason() -> pl.Expr:
