@@ -47,6 +47,12 @@ def seconds(v: float) -> str:
     return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.1f} s".replace(".0 s", " s")
 
 
+def target_seconds(v: float, wider=seconds) -> str:
+    """A latency target, below a millisecond in significant digits ('0.001 ms', not '0 ms': targets
+    go down to 1 µs); from 1 ms, as `wider` prints it."""
+    return f"{v * 1e3:.3g} ms" if v < 1e-3 else wider(v)
+
+
 def interactive_warnings(o: dict) -> list[str]:
     """Where an option is slower than interactive use needs (INTERACTIVE_SOURCE): per-user tokens/s
     below 25, or p99 TTFT above 450 ms."""
@@ -142,11 +148,11 @@ def targets_text(slo: dict | None) -> str:
     parts = []
     if slo.get("ttft_s") is not None:
         stat = slo.get("percentile") or "mean"
-        parts.append(f"{'' if stat == 'mean' else stat + ' '}TTFT ≤ {seconds(slo['ttft_s'])}")
+        parts.append(f"{'' if stat == 'mean' else stat + ' '}TTFT ≤ {target_seconds(slo['ttft_s'])}")
     if slo.get("tpot_s") is not None:
-        parts.append(f"TPOT ≤ {seconds(slo['tpot_s'])}")
+        parts.append(f"TPOT ≤ {target_seconds(slo['tpot_s'])}")
     if slo.get("request_latency_s") is not None:
-        parts.append(f"request latency ≤ {seconds(slo['request_latency_s'])}")
+        parts.append(f"request latency ≤ {target_seconds(slo['request_latency_s'])}")
     return "with " + " and ".join(parts)
 
 

@@ -200,6 +200,7 @@ FILTERS = {
     "bytes": f_bytes,
     "gib": f_gib,
     "seconds": f_seconds,
+    "target": lambda v: answers.target_seconds(v, f_seconds),
     "tps": f_tps,
     "usd": f_usd,
     "money": f_money,
@@ -480,6 +481,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
             ),
         },
         "targets": has_targets(spec),
+        "slo_given": isinstance(spec.get("slo"), dict),  # `slo:` there, perhaps without a target
         "ttft_stat": slo.get("percentile", "mean") if has_targets(spec) else "mean",
         "ttft_column": {"p90": "ttft_p90_s", "p99": "ttft_p99_s"}.get(slo.get("percentile", "mean"), "ttft_s")
         if has_targets(spec)

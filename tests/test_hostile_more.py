@@ -103,3 +103,68 @@ def test_a_grid_gpu_that_does_not_resolve_is_not_also_a_price_without_a_gpu(tmp_
     path = write(tmp_path, "name: c\ngrid: {gpu: [h100-sxn], model: [llama-3.1-8b]}\ncosts: {h100-sxm: {rent: 2}}\n")
     r = CliRunner().invoke(main, ["validate", str(path)])
     assert r.exit_code == 1 and "not a GPU of the grid" not in r.output and "unknown gpu 'h100-sxn'" in r.output
+
+
+# -- 6. latency targets below a millisecond, and `slo:` without targets -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("slo", "text"),
+    [
+        ({"ttft_s": 0.0005, "tpot_s": 0.000001, "percentile": "p90"}, "with p90 TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms"),
+        ({"request_latency_s": 0.00012345}, "with request latency ≤ 0.123 ms"),
+        ({"ttft_s": 0.05, "tpot_s": 1.5}, "with TTFT ≤ 50 ms and TPOT ≤ 1.5 s"),  # from 1 ms, as before
+    ],
+)
+def test_targets_below_a_millisecond_keep_their_digits(slo, text):
+    from llmsweep.answer import targets_text
+
+    assert targets_text(slo) == text  # it said "TTFT ≤ 0 ms"
+
+
+def test_report_prints_sub_millisecond_targets_and_an_slo_without_targets(tmp_path):
+    base = (
+        "grid: {gpu: [h100-sxm], model: [llama-3.1-8b]}\nworkload: {requests_per_s: 1}\ncosts: {h100-sxm: {rent: 2}}\n"
+    )
+    cases = {
+        "tiny": "slo: {ttft_s: 0.0005, tpot_s: 0.000001}\n",
+        "empty": "slo: {}\n",
+        "percentile": "slo: {percentile: p90}\n",
+        "none": "",
+    }
+    md = {}
+    for name, slo in cases.items():
+        path = write(tmp_path, f"name: {name}\n{base}{slo}", f"{name}.yaml")
+        result = CliRunner().invoke(main, ["run", str(path), "-o", str(tmp_path / "out"), "--format", "md,html", "-q"])
+        assert result.exit_code == 0, result.output
+        md[name] = (tmp_path / "out" / name / "report.md").read_text()
+        html = (tmp_path / "out" / name / "report.html").read_text()
+        if name == "tiny":
+            assert "Latency targets: `ttft_s` ≤ 0.5 ms, `tpot_s` ≤ 0.001 ms." in md[name]
+            assert "<code>ttft_s</code> ≤ 0.5 ms, <code>tpot_s</code> ≤ 0.001 ms." in html
+            assert "TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms" in md[name] and "≤ 0 ms" not in md[name] + html
+    said = "> **No latency targets.** This sweep sets no latency targets (its `slo:` has no `ttft_s`, `tpot_s` or "
+    said += "`request_latency_s`), so nothing here checks what users would see"
+    assert said in md["empty"] and said in md["percentile"]  # it said "This sweep sets no `slo:`"
+    assert "> **No latency targets.** This sweep sets no `slo:`, so nothing here" in md["none"]
+
+
+def test_a_percentile_without_a_ttft_target_is_noted(tmp_path):
+    path = write(
+        tmp_path, "name: p\ngrid: {gpu: [h100-sxm], model: [llama-3.1-8b]}\nslo:\n  tpot_s: 0.05\n  percentile: p90\n"
+    )
+    note = (
+        f"{path}:5: slo.percentile: p90 says which TTFT ttft_s bounds, and no ttft_s is given, so it bounds nothing "
+        "(add ttft_s, or drop it)"
+    )
+    assert load(path).notes == (note,)
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and f"note: {note}\n" in r.output, r.output
+    assert (
+        load(
+            write(
+                tmp_path, "name: p\ngrid: {gpu: [h100-sxm], model: [llama-3.1-8b]}\nslo: {ttft_s: 1, percentile: p90}\n"
+            )
+        ).notes
+        == ()
+    )

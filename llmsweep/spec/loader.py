@@ -16,7 +16,7 @@ from llmsweep.grid import Axes
 from llmsweep.spec.exclude import resolve_exclusions
 from llmsweep.spec.models import SweepSpec
 from llmsweep.spec.problems import _dedupe, _precheck_names, _pydantic_problems
-from llmsweep.spec.resolve import _check_costs, _check_rank_by, _check_workload_lengths, _Resolver
+from llmsweep.spec.resolve import _check_costs, _check_rank_by, _check_slo, _check_workload_lengths, _Resolver
 from llmsweep.spec.serving import check_speculation, serving_axes
 from llmsweep.yamlfile import load_yaml
 
@@ -126,6 +126,7 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     except LlmsweepError as e:
         r.fail(("profile",), str(e))
     _check_rank_by(r, spec.rank_by)
+    _check_slo(r, spec)
     problems.extend(r.problems)
     size = axes.size if contexts is None else axes.size // max(len(inputs), 1) * len(contexts)
     if not problems and size > max_rows:

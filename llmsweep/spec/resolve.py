@@ -344,3 +344,17 @@ def _check_rank_by(r: _Resolver, column: str) -> None:
     if column not in NUMERIC:
         hint = did_you_mean(column, NUMERIC, n=1)
         r.fail(("rank_by",), f"{column!r} is not a numeric column" + (f"; did you mean {hint[0]!r}?" if hint else ""))
+
+
+def _check_slo(r: _Resolver, spec: SweepSpec) -> None:
+    """`percentile` says which TTFT `ttft_s` bounds: without `ttft_s` it bounds nothing. A note, not an
+    error: the sweep still runs as written (its other targets, or none), and the note says why the
+    percentile changed nothing."""
+    slo = spec.slo
+    if slo is None or slo.ttft_s is not None or "percentile" not in slo.model_fields_set:
+        return
+    line = r.doc.line(("slo", "percentile"))
+    r.notes.append(
+        f"{r.doc.file}:{line}: " * bool(line) + f"slo.percentile: {slo.percentile} says which TTFT ttft_s bounds, "
+        "and no ttft_s is given, so it bounds nothing (add ttft_s, or drop it)"
+    )
