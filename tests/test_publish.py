@@ -203,6 +203,30 @@ def test_bad_input_is_one_line(out, tmp_path):
     assert not (tmp_path / "site").exists()
 
 
+def test_a_run_missing_its_plan_or_holding_infinite_costs_is_refused(out, tmp_path):
+    """As `llmsweep report` does: a run whose manifest lists plan.parquet without it would be indexed
+    with no answer, and an infinite cost would be shown as '$inf'; nothing is written."""
+    import shutil
+
+    import polars as pl
+
+    missing = tmp_path / "runs" / "missing"
+    shutil.copytree(out / "alpha", missing)
+    (missing / "plan.parquet").unlink()
+    site = tmp_path / "site"
+    assert error_of(["publish", str(missing), "-o", str(site)]) == (
+        f"Error: {missing / 'plan.parquet'}: not found, though {missing / 'manifest.json'} lists it: the index's "
+        "answer comes from it; put it back (or run the sweep again)"
+    )
+    infinite = tmp_path / "runs2" / "infinite"
+    shutil.copytree(out / "alpha", infinite)
+    plan = pl.read_parquet(infinite / "plan.parquet")
+    plan.with_columns(tco_usd=pl.lit(float("inf"))).write_parquet(infinite / "plan.parquet")
+    message = error_of(["publish", str(infinite), "-o", str(site)])
+    assert message.startswith(f"Error: {infinite / 'plan.parquet'}: column tco_usd has {plan.height:,} infinite value")
+    assert not site.exists()
+
+
 def test_a_published_site_is_not_taken_for_a_run(out, tmp_path):
     site = out.parent / "www"
     try:

@@ -105,8 +105,13 @@ def load_run(folder: str | Path) -> Run:
         raise LlmsweepError(f"{path}: holds the output of `llmsweep {kind}`, not a run of `llmsweep run`")
     manifest = saved.read_manifest(path / MANIFEST)
     plan, missing = pl.DataFrame(), ()
-    if (path / "plan.parquet").exists():
+    if (path / "plan.parquet").exists() or (path / "plan.parquet").is_symlink():
         plan, missing = read_plan(path / "plan.parquet", PLAN_REQUIRED)
+    elif "plan.parquet" in saved.listed_files(manifest):  # the run wrote it: its answer would be empty
+        raise LlmsweepError(
+            f"{path / 'plan.parquet'}: not found, though {path / MANIFEST} lists it: the index's answer comes "
+            "from it; put it back (or run the sweep again)"
+        )
     import yaml
 
     try:
@@ -142,6 +147,14 @@ def read_plan(path: Path, required: tuple[str, ...]) -> tuple[pl.DataFrame, list
         for n in PLAN_EXPORTED
         if n in schema and not saved._compatible(schema[n], SCHEMA[n])
     ]
+    if problems:
+        raise saved._problems(path, problems)
+    floats = [n for n in PLAN_EXPORTED if n in schema and schema[n] == pl.Float64]
+    try:
+        infinite = frame.select(pl.col(n).is_infinite().sum() for n in floats).collect().row(0) if floats else ()
+    except pl.exceptions.PolarsError as e:
+        raise saved._unreadable(path, e) from None
+    problems = [f"column {n} has {k:,} infinite value{'s' * (k != 1)}" for n, k in zip(floats, infinite, strict=True) if k]
     if problems:
         raise saved._problems(path, problems)
     missing = [n for n in PLAN_EXPORTED if n not in schema]
