@@ -220,18 +220,9 @@ def test_one_decode_gpu_receives_the_whole_prompt_from_eight_prefill_gpus():
     # all 536,870,912 bytes: tau = max(67,108,864, 536,870,912) / 50e9 = 10.737 ms (ideal: efficiency
     # 1, no latency), not the sender's 1.34 ms. The replica's 8 + 1 = 9 GPUs are more than one HGX
     # server's 8, so the NICs carry it.
-    (row,) = estimate_rows(
-        gpu="h100-sxm",
-        model=L8,
-        tp=1,
-        prefill_tp=8,
-        input_tokens=4096,
-        output_tokens=512,
-        batch=64,
-        mode="disaggregated",
-        prefill_workers=1,
-        decode_workers=1,
-    )
+    pools = dict(gpu="h100-sxm", model=L8, input_tokens=4096, output_tokens=512, batch=64, mode="disaggregated")
+    pools.update(prefill_workers=1, decode_workers=1)
+    (row,) = estimate_rows(**pools, tp=1, prefill_tp=8)
     assert row["kv_link"] == "scale-out"
     assert row["kv_transfer_bytes"] == 131_072 * 4096 == 536_870_912
     assert row["prefill_kv_shard_bytes"] == 536_870_912 / 8 == 67_108_864
@@ -239,18 +230,7 @@ def test_one_decode_gpu_receives_the_whole_prompt_from_eight_prefill_gpus():
     assert row["kv_transfer_s"] == pytest.approx(536_870_912 / 50e9, rel=1e-12)
     assert row["kv_transfer_s"] == pytest.approx(0.010737, abs=1e-6)
     # the other way round (prefill tp 1, decode tp 8) the one prefill GPU sends it all: the same 10.7 ms
-    (back,) = estimate_rows(
-        gpu="h100-sxm",
-        model=L8,
-        tp=8,
-        prefill_tp=1,
-        input_tokens=4096,
-        output_tokens=512,
-        batch=64,
-        mode="disaggregated",
-        prefill_workers=1,
-        decode_workers=1,
-    )
+    (back,) = estimate_rows(**pools, tp=8, prefill_tp=1)
     assert back["prefill_kv_shard_bytes"] == 536_870_912 and back["decode_kv_shard_bytes"] == 67_108_864
     assert back["kv_transfer_s"] == pytest.approx(row["kv_transfer_s"], rel=1e-12)
 
