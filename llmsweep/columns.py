@@ -1788,7 +1788,8 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "Meets targets",
         "meets_targets",
         "",
-        description="yes, no, or no targets (a sweep without slo: every option that fits is ranked).",
+        description="yes, no (a target missed, or no fleet can be sized), or no targets (a sweep without "
+        "slo: every option that fits and can be sized is ranked).",
     ),
     OptionColumn("Misses by", "slo_miss", "", description="The first target missed and by how much."),
     OptionColumn("GPUs", "fleet_gpus", "GPUs", description="GPUs of the fleet (one replica without a workload)."),

@@ -408,8 +408,12 @@ def option_rows(plan_frame: pl.DataFrame, column: str, higher: bool) -> pl.DataF
     targets = [t for t in ("ttft_target_s", "tpot_target_s", "request_latency_target_s") if t in best.columns]
     targeted = pl.any_horizontal(pl.col(t).is_not_null() for t in targets) if targets else pl.lit(False)
     best = best.with_columns(
-        # a sweep without targets passes every option that fits: say so, not "yes"
-        meets_targets=pl.when(~targeted).then(pl.lit("no targets")).when(pl.col("meets_slo")).then(pl.lit("yes")).otherwise(pl.lit("no")),
+        # a sweep without targets passes every option that fits (and can be sized): say so, not "yes"
+        meets_targets=pl.when(~pl.col("meets_slo"))
+        .then(pl.lit("no"))
+        .when(targeted)
+        .then(pl.lit("yes"))
+        .otherwise(pl.lit("no targets")),
         kv_format=pl.coalesce(kv.cast(pl.String), pl.col("kv_precision").cast(pl.String)),
         usd_per_month=pl.col("tco_usd_per_month") if "tco_usd_per_month" in best.columns else pl.lit(None),
         **cost_per_million(),
