@@ -226,9 +226,7 @@ def memory_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
     if series.height == 0:
         return pl.DataFrame()
     rows = _pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)), series)
-    rows = _first(rows).with_columns(
-        in_flight=pl.col("concurrency").ceil().clip(lower_bound=1)
-    )
+    rows = _first(rows).with_columns(in_flight=pl.col("concurrency").ceil().clip(lower_bound=1))
     rows = _layout_label(rows.with_columns(kv=pl.col("kv_cache_bytes") * pl.col("in_flight") / pl.col("batch")))
     parts = {
         "weights": "weight_bytes",

@@ -1780,9 +1780,12 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "latency); without a workload, the batch. The engine's limit on running requests must allow it.",
     ),
     OptionColumn(
-        "Rank", "rank", "", description="The option's rank in plan.csv and the report (#) among the configurations "
+        "Rank",
+        "rank",
+        "",
+        description="The option's rank in plan.csv and the report (#) among the configurations "
         "of this model and lengths that meet the targets; the ranks it skips are other layouts of the options "
-        "above it."
+        "above it.",
     ),
     OptionColumn(
         "Meets targets",
@@ -1807,7 +1810,10 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
     OptionColumn("Capex (USD)", "capex_usd", "USD", description="Paid up front: GPUs + servers + network."),
     OptionColumn("Opex (USD per year)", "opex_usd_per_year", "USD/year", description="Power + hosting, or rent."),
     OptionColumn(
-        "Cost (USD per month)", "usd_per_month", "USD/month", description="TCO / (12 x horizon): cash per month over it."
+        "Cost (USD per month)",
+        "usd_per_month",
+        "USD/month",
+        description="TCO / (12 x horizon): cash per month over it.",
     ),
     OptionColumn("TCO (USD)", "tco_usd", "USD", description="Capex + horizon x opex (see Horizon)."),
     OptionColumn("Horizon (years)", "horizon_years", "years", description="Years the TCO covers (empty unpriced)."),

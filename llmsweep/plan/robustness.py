@@ -128,7 +128,9 @@ def sensitivity(
                 )
                 if same and key in (rivals or {}):
                     label, rival = rivals[key]
-                    cases.append((f"{what}, against {label} (the best option on another offer)", column, (top * factor, rival)))
+                    cases.append(
+                        (f"{what}, against {label} (the best option on another offer)", column, (top * factor, rival))
+                    )
                 else:
                     cases.append((what, column, (top * factor, runner * factor if same else runner)))
             load = moved_traffic(plan.workload, factor)

@@ -154,7 +154,9 @@ def read_plan(path: Path, required: tuple[str, ...]) -> tuple[pl.DataFrame, list
         infinite = frame.select(pl.col(n).is_infinite().sum() for n in floats).collect().row(0) if floats else ()
     except pl.exceptions.PolarsError as e:
         raise saved._unreadable(path, e) from None
-    problems = [f"column {n} has {k:,} infinite value{'s' * (k != 1)}" for n, k in zip(floats, infinite, strict=True) if k]
+    problems = [
+        f"column {n} has {k:,} infinite value{'s' * (k != 1)}" for n, k in zip(floats, infinite, strict=True) if k
+    ]
     if problems:
         raise saved._problems(path, problems)
     missing = [n for n in PLAN_EXPORTED if n not in schema]
