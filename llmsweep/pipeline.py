@@ -49,21 +49,6 @@ class Plan:
     sensitivity: dict[str, list[dict]]  # per model: the top option against the runner-up
 
 
-def _rival(ranked: pl.DataFrame, top: dict, column: str) -> tuple[str, float] | None:
-    """The best-ranked option of `top`'s workload on another offer (another GPU, or the same GPU
-    bought or rented otherwise): what a change in the price of `top`'s offer is weighed against."""
-    offer = pl.col("offer").cast(pl.String)
-    others = ranked.filter(
-        pl.all_horizontal(pl.col(k) == top[k] for k in plan.WORKLOAD_KEYS),
-        pl.col("rank").is_not_null(),
-        (pl.col("gpu").cast(pl.String) != str(top["gpu"])) | offer.ne_missing(top["offer"]),
-    ).sort("rank")
-    if others.height == 0 or others[column][0] is None:
-        return None
-    row = others.row(0, named=True)
-    return " ".join(str(v) for v in (row["gpu"], row["offer"]) if v is not None), float(row[column])
-
-
 def compute_plan(sweep: Sweep) -> Plan:
     """Every hardware option at the largest batch that meets the targets, ranked, and how robust
     each model's top recommendation is."""
@@ -89,7 +74,7 @@ def compute_plan(sweep: Sweep) -> Plan:
             found = base.join(pair, on=keys, nulls_equal=True).sort("_pair").drop("_pair")
             key = f"{model}|{s_in}|{s_out}"
             pairs[key] = found
-            rival = _rival(ranked, group.row(0, named=True), column)
+            rival = plan.rival(ranked, group.row(0, named=True), column)
             if rival is not None:
                 rivals[key] = rival
     sens = plan.sensitivity(pairs, inputs, column, rivals) if pairs else {}

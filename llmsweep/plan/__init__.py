@@ -36,7 +36,14 @@ from llmsweep.plan.ranking import (
     rank_column,
 )
 from llmsweep.plan.rent_or_buy import break_even
-from llmsweep.plan.robustness import SENSITIVITY_STEP, TRAFFIC_DEPENDENT, TRAFFIC_SHOWN, WANT_OFFER, sensitivity
+from llmsweep.plan.robustness import (
+    SENSITIVITY_STEP,
+    TRAFFIC_DEPENDENT,
+    TRAFFIC_SHOWN,
+    WANT_OFFER,
+    rival,
+    sensitivity,
+)
 from llmsweep.plan.selection import listed_batch, options, slo_batch
 from llmsweep.plan.sizing import (
     MAX_REPLICAS,
@@ -104,6 +111,7 @@ __all__ = [
     "rank_column",
     "search",
     "search_axes",
+    "rival",
     "sensitivity",
     "slo_batch",
     "slo_checks",

@@ -6,6 +6,7 @@ import polars as pl
 
 from llmsweep.columns import BY_NAME, higher_is_better
 from llmsweep.plan.inputs import PlanInputs
+from llmsweep.plan.ranking import WORKLOAD_KEYS
 from llmsweep.plan.selection import options
 from llmsweep.spec import WorkloadSpec
 
@@ -41,6 +42,21 @@ def moved_traffic(workload: WorkloadSpec | None, factor: float) -> WorkloadSpec 
         return None
     rate = workload.requests_per_s * factor
     return workload.model_copy(update={"requests_per_s": rate, "users": None, "think_time_s": None})
+
+
+def rival(ranked: pl.DataFrame, top: dict, column: str) -> tuple[str, float] | None:
+    """The best-ranked option of `top`'s workload on another offer (another GPU, or the same GPU
+    bought or rented otherwise): what a change in the price of `top`'s offer is weighed against."""
+    offer = pl.col("offer").cast(pl.String)
+    others = ranked.filter(
+        pl.all_horizontal(pl.col(k) == top[k] for k in WORKLOAD_KEYS),
+        pl.col("rank").is_not_null(),
+        (pl.col("gpu").cast(pl.String) != str(top["gpu"])) | offer.ne_missing(top["offer"]),
+    ).sort("rank")
+    if others.height == 0 or others[column][0] is None:
+        return None
+    row = others.row(0, named=True)
+    return " ".join(str(v) for v in (row["gpu"], row["offer"]) if v is not None), float(row[column])
 
 
 def reestimated(frame: pl.DataFrame) -> pl.DataFrame:
