@@ -1714,7 +1714,14 @@ class OptionColumn:
     unit: str  # the human unit the values are in
     scale: float = 1.0
     description: str = ""
+    labels: tuple[tuple[str, str], ...] = ()  # plan values shown as these words (a code kept for the program)
 
+
+# capacity_limit's values: the latency column whose target binds first (or 'saturated')
+CAPACITY_LIMIT_LABELS = tuple(
+    (name, f"{BY_NAME[name].label} target")
+    for name in ("ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "request_latency_s")
+)
 
 # options.csv and the report's first table: one row per model x lengths x GPU x offer, the best layout
 # for it under the targets, in human units (the plan frame keeps SI units).
@@ -1855,7 +1862,14 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "requests/s",
         description="Largest request rate a replica takes within the targets.",
     ),
-    OptionColumn("Capacity limit", "capacity_limit", "", description="What stops it taking more."),
+    OptionColumn(
+        "Capacity limit",
+        "capacity_limit",
+        "",
+        description="What stops it taking more: the latency target missed first, or saturation (KV slots or "
+        "pool time full).",
+        labels=CAPACITY_LIMIT_LABELS,
+    ),
     OptionColumn(
         "kWh per M output tokens",
         "kwh_per_million_output_tokens",

@@ -476,6 +476,8 @@ def options_table(plan_frame: pl.DataFrame, column: str, higher: bool, rounded: 
             expr = pl.col(col.source)
             if col.scale != 1.0:
                 expr = expr * col.scale
+            if col.labels:
+                expr = expr.cast(pl.String).replace(dict(col.labels))
         else:
             expr = pl.lit(None, dtype=pl.Float64)
         out.append(expr.alias(col.header))

@@ -169,10 +169,14 @@ def test_slo_columns():
     with_miss = plan.add_plan_columns(frame(), inputs(slo=slo)).with_columns(slo_miss=plan.slo_miss(slo))
     row = with_miss.collect().row(0, named=True)
     assert row["meets_slo"] is False
-    assert row["slo_miss"] == "tpot_s 0.04 > 0.03 (+33%)"
+    assert row["slo_miss"] == "TPOT 40 ms > 30 ms (+33%)"  # 0.04 s against 0.03 s: 40 / 30 - 1 = 33 %
     ok_frame = plan.add_plan_columns(frame(tpot_s=0.03), inputs(slo=slo)).with_columns(slo_miss=plan.slo_miss(slo))
     ok = ok_frame.collect().row(0, named=True)
     assert ok["meets_slo"] is True and ok["slo_miss"] is None
+    # a target of a second or more reads in seconds: 12.345 s rounds to 3 figures, 12.3 / 10 - 1 = 23 %
+    latency = SloSpec(request_latency_s=10.0)
+    late = plan.add_plan_columns(frame(request_latency_s=12.345), inputs(slo=latency))
+    assert late.select(plan.slo_miss(latency)).collect().item() == "Request latency 12.3 s > 10 s (+23%)"
 
 
 def test_example_prices_are_dated_and_labelled(catalog):
