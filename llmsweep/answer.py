@@ -173,11 +173,14 @@ def _how(o: dict) -> str:
 
 
 def _fleet(o: dict) -> str:
-    """'40 × b200', with how it serves when that is more than an aggregated replica: '40 × b200
-    (disaggregated 4P1D, MTP)'; a purchase in whole units says what is bought: '28 × h200-sxm (32
-    bought in whole units)'."""
+    """'40 × b200 (fp8 weights)', with how it serves when that is more than an aggregated replica:
+    '40 × b200 (nvfp4 weights, disaggregated 4P1D, MTP)'; a purchase in whole units says what is
+    bought: '28 × h200-sxm (fp8 weights, 32 bought in whole units)'. The weight format is always
+    said: two formats of one GPU can cost the same, and the narrower one carries a quality risk."""
     n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
-    served = [f"{o['gpus_bought']:,} bought in whole units"] if _more_bought(o) else []
+    served = [f"{o['precision']} weights"] if o.get("precision") else []
+    if _more_bought(o):
+        served.append(f"{o['gpus_bought']:,} bought in whole units")
     if o.get("mode") == "disaggregated":
         served.append(f"disaggregated {o['prefill_workers']}P{o['decode_workers']}D")
     if o.get("speculative") not in (None, "none"):
@@ -228,7 +231,7 @@ def answer(
         speed = best.get("decode_tokens_per_s_per_seq")
         per_gpu = best.get("output_tokens_per_s_per_gpu")
         return (
-            f"{head}: {_fleet(best)} ({best['precision']}, {f_layout(best)}), {speed:,.1f} tokens/s per user, "
+            f"{head}: {_fleet(best)} at {f_layout(best)}, {speed:,.1f} tokens/s per user, "
             f"{per_gpu:,.0f} tokens/s per GPU{sized}."
         )
     horizon = f"{horizon_years:g} year{'s' if horizon_years != 1 else ''}"
@@ -258,11 +261,33 @@ def answer(
             text += f"; {kind}, {what}, costs the same"
         else:  # ranked by something other than cost, the next option may be the cheaper one
             text += f"; {kind}, {what}, costs {shown} {'more' if more > 0 else 'less'} {unit}"
-    return text + "."
+    return text + "." + _unpriced(offers)
+
+
+def _unpriced(offers: list[dict]) -> str:
+    """' gb300 and mi355x have no price: not ranked.' for the GPUs that fit but have no offer (the sweep's
+    costs name other GPUs), so a reader does not take the answer as having beaten them."""
+    gpus = list(dict.fromkeys(o["gpu"] for o in offers if o.get("fits") and o.get("offer") is None))
+    if not gpus:
+        return ""
+    names = gpus[0] if len(gpus) == 1 else f"{', '.join(gpus[:-1])} and {gpus[-1]}"
+    return f" {names} {'has' if len(gpus) == 1 else 'have'} no price: not ranked."
 
 
 # -- serving modes: how an option serves, and which mode is cheapest per GPU --------------------------------------
-LINKS = {"scale-up": "NVLink (one scale-up domain)", "scale-out": "the network (NICs)"}
+# the scale-up link by its vendor's name, per GPU family (NVIDIA's otherwise)
+SCALE_UP = {"cdna": "Infinity Fabric", "rdna": "Infinity Fabric", "gaudi": "RoCE scale-up ports", "xe": "Xe Link"}
+
+
+def link_name(kind: str, o: dict, short: bool = False) -> str:
+    """A link as a reader names it: 'NVLink' (or the GPU family's own scale-up link: 'Infinity Fabric'
+    on AMD), 'PCIe', 'the network (NICs)'; `short` drops the gloss ('network')."""
+    if kind == "scale-up":
+        name = SCALE_UP.get(str(o.get("gpu_family") or ""), "NVLink")
+        return name if short else f"{name} (one scale-up domain)"
+    if kind == "scale-out":
+        return "network" if short else "the network (NICs)"
+    return {"pcie": "PCIe"}.get(kind, kind)
 METHODS = {"mtp": "MTP", "eagle": "EAGLE", "draft": "a draft model"}
 LIMITS = {
     "ttft_s": "the TTFT target",
@@ -305,7 +330,7 @@ def kv_text(o: dict) -> str:
     if not _disaggregated(o) or o.get("kv_link") is None:
         return ""
     when = f", {seconds_exact(o['kv_transfer_s'])} a prompt" if not _missing(o.get("kv_transfer_s")) else ""
-    return f"KV cache over {LINKS.get(o['kv_link'], o['kv_link'])}{when}"
+    return f"KV cache over {link_name(o['kv_link'], o)}{when}"
 
 
 def seconds_exact(v: float) -> str:
@@ -385,7 +410,6 @@ def serving_text(o: dict, settings: list[dict] | None = None, profile: str = "")
     return " · ".join(p for p in parts if p)
 
 
-SHORT_LINKS = {"scale-up": "NVLink", "scale-out": "network"}
 
 
 def pools_short(o: dict) -> str:
@@ -408,7 +432,7 @@ def serving_short(o: dict) -> str:
     parts = []
     if _disaggregated(o) and o.get("kv_link") is not None:
         when = f", {seconds_exact(o['kv_transfer_s'])}" if not _missing(o.get("kv_transfer_s")) else ""
-        parts.append(f"KV over {SHORT_LINKS.get(o['kv_link'], o['kv_link'])}{when}")
+        parts.append(f"KV over {link_name(o['kv_link'], o, short=True)}{when}")
     method = o.get("speculative")
     if method not in (None, "none") and o.get("draft_tokens"):
         alpha = o.get("acceptance_rate")

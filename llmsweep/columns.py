@@ -1197,7 +1197,7 @@ COLUMNS: tuple[Column, ...] = tuple(
             "meets_slo",
             B,
             "",
-            "Meets SLO",
+            "Meets targets",
             "Fits, and the loaded TTFT (slo.percentile), TPOT and request latency are within the sweep's targets "
             "(plan.csv: at the traffic the plan gives each replica). A sweep without targets passes every row "
             "that fits (options.csv and the XLSX say 'no targets').",
@@ -1548,6 +1548,7 @@ OPTION_KEYS: tuple[str, ...] = (
 PLAN_EXPORTED: tuple[str, ...] = (
     "rank",
     "gpu",
+    "gpu_family",
     "engine",
     "model",
     "precision",

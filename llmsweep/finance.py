@@ -365,8 +365,9 @@ def rent_statement(rent_paid: str, horizon_years: float) -> str:
         else "Rented GPUs are paid only for the GPU-hours the traffic uses (fleet x average utilisation)"
     )
     return (
-        f"{how} (rent_paid: {rent_paid}); fleet cost, TCO and the rent-or-buy break-even all assume it. "
-        f"TCO covers {horizon_years:g} years (horizon_years): capex + {horizon_years:g} x opex per year."
+        f"{how} (the sweep's rent_paid: {rent_paid}); fleet cost, TCO and the rent-or-buy break-even all assume "
+        f"it. TCO covers {horizon_years:g} years (the sweep's horizon_years): capex + {horizon_years:g} x opex per "
+        "year."
     )
 
 

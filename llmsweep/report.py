@@ -163,7 +163,7 @@ def f_json_script(value) -> str:
     return json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-LINK_NAMES = {"scale-up": "NVLink/IF", "pcie": "PCIe", "scale-out": "network"}
+LINK_KINDS = ("scale-up", "pcie", "scale-out")
 
 
 def f_layout(o: dict) -> str:
@@ -176,14 +176,14 @@ def f_layout(o: dict) -> str:
 def f_links(o: dict) -> str:
     """How many servers a replica spans and which link each collective uses (NVLink / Infinity
     Fabric, PCIe, the network), when it is more than NVLink inside one server ('' otherwise):
-    '2 servers per replica · tp NVLink/IF · pp network' (`experts`: the dispatch or the gather
+    '2 servers per replica · tp NVLink · pp network' (`experts`: the dispatch or the gather
     across attention-DP groups)."""
     used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "experts"), ("pp_link", "pp"))}
-    used = {name: kind for name, kind in used.items() if kind in LINK_NAMES}
+    used = {name: kind for name, kind in used.items() if kind in LINK_KINDS}
     servers = o.get("servers_per_replica") or 1
     if servers <= 1 and all(kind == "scale-up" for kind in used.values()):
         return ""
-    links = [f"{name} {LINK_NAMES[kind]}" for name, kind in used.items()]
+    links = [f"{name} {answers.link_name(kind, o, short=True)}" for name, kind in used.items()]
     spans = [f"{servers} servers per replica"] if servers > 1 else []
     return " · ".join(spans + links)
 
@@ -193,7 +193,19 @@ def f_pools(o: dict) -> str:
     return answers.pools_text(o)
 
 
+def f_short_option(o: dict) -> str:
+    """An option in a few words, enough to tell two apart in a column header: 'gb200 example · fp8 ·
+    tp1 dp-attn16 ep16 · MTP', 'b200 rent · nvfp4 · 2P1D'."""
+    offer = f" {o['offer']}" if o.get("offer") else ""
+    disagg = o.get("mode") == "disaggregated"
+    layout = f"{o['prefill_workers']}P{o['decode_workers']}D" if disagg else f_layout(o)
+    spec = o.get("speculative")
+    spec = f" · {answers.METHODS.get(spec, spec)}" if spec not in (None, "none") else ""
+    return f"{o['gpu']}{offer} · {o['precision']} · {layout}{spec}"
+
+
 FILTERS = {
+    "short_option": f_short_option,
     "layout": f_layout,
     "pools": f_pools,
     "links": f_links,
@@ -487,8 +499,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         if has_targets(spec)
         else "ttft_s",
         "interactive": answers.INTERACTIVE_SOURCE,
-        "slo": {k: v for k, v in slo.items() if v is not None and k != "percentile"},
-        "slo_percentile": slo.get("percentile", "mean"),
+        "slo": target_labels(slo),
         "workload": load,
         "traffic": answers.traffic_statement(load, workload_defaults()),
         "prices": manifest.get("prices") or {},
@@ -640,6 +651,19 @@ def listed_batches(spec: dict) -> list[int] | None:
     if any(str(b).strip().lower() == "max" for b in batch):
         return None
     return [int(b) for b in batch if isinstance(b, int) and not isinstance(b, bool)] or None
+
+
+def target_labels(slo: dict) -> dict[str, float]:
+    """The sweep's latency targets as a reader names them: {'TTFT p90': 2.0, 'TPOT': 0.05} for
+    slo: {ttft_s: 2, tpot_s: 0.05, percentile: p90} (the TTFT target applies to that statistic)."""
+    percentile = slo.get("percentile", "mean")
+    out = {}
+    for key, value in slo.items():
+        if value is None or key == "percentile" or key not in BY_NAME:
+            continue
+        label = BY_NAME[key].label
+        out[f"{label} {percentile}" if key == "ttft_s" and percentile != "mean" else label] = value
+    return out
 
 
 def engines_sentence(engines: dict[str, list[str]]) -> str:

@@ -113,6 +113,35 @@ def test_the_answer_names_what_a_purchase_buys():
     assert _named(bought) == "28 × h200-sxm (32 bought in whole units)"
     assert _named({**bought, "gpus_bought": 32, "gpus_needed": 32}) == "32 × h200-sxm bought"
     assert _named({"gpus_needed": 6, "gpus_bought": None, "gpu": "h100-sxm", "offer": "rent"}) == "6 × h100-sxm rented"
+    # the weight format is said: an nvfp4 and an fp8 option of one GPU can cost the same
+    assert _named({**bought, "precision": "nvfp4"}) == "28 × h200-sxm (nvfp4 weights, 32 bought in whole units)"
+
+
+def test_the_answer_says_which_gpus_it_could_not_rank():
+    """costs: that price some GPUs leave the others out of a ranking by cost: the answer says so, so it
+    does not read as having beaten them."""
+    from llmsweep.answer import answer
+
+    def offer(gpu, offer, rank, usd):
+        return {
+            "gpu": gpu,
+            "offer": offer,
+            "rank": rank,
+            "fits": True,
+            "gpus_needed": 8,
+            "gpus_bought": None,
+            "precision": "fp8",
+            "tco_usd_per_month": usd,
+            "tco_usd": usd and usd * 36,
+            "price_source": "sweep: rented",
+        }
+
+    offers = [offer("b300", "rent", 1, 1000.0), offer("gb300", None, None, None), offer("mi355x", None, None, None)]
+    text = answer("org/m", 1000, 100, offers, {"requests_per_s": 1}, None, 3, True)
+    assert text.endswith("$36,000 over 3 years. gb300 and mi355x have no price: not ranked."), text
+    assert answer("org/m", 1000, 100, offers[:2], {"requests_per_s": 1}, None, 3, True).endswith(
+        " gb300 has no price: not ranked."
+    )
 
 
 def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():

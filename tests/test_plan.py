@@ -288,7 +288,7 @@ def test_slo_that_nothing_meets(tmp_path):
     )
     md = (tmp_path / "out" / "strict" / "report.md").read_text()
     assert "**No option meets the targets.**" in md
-    assert "Best by the ranking, but misses the targets: **l4 · bf16 · tp1**" in md and "tpot_s" in md
+    assert "Best by the ranking, but misses the targets: **l4 · bf16 · tp1**" in md and ": TPOT " in md
 
 
 @pytest.mark.parametrize(("l4_price", "named"), [(0.01, True), (100.0, False)])
@@ -318,7 +318,9 @@ def test_sensitivity_table(procurement):
 
     manifest = json.loads((result.folder / "manifest.json").read_text())
     rows = next(iter(manifest["sensitivity"].values()))
-    assert {r["assumption"] for r in rows} >= {"bandwidth_efficiency", "compute_efficiency"}
+    # the efficiencies moved, named for a reader
+    moved = {"memory bandwidth reached (bandwidth efficiency)", "compute reached (compute efficiency)"}
+    assert {r["assumption"] for r in rows} >= moved
     assert {r["change"] for r in rows} == {"-20%", "+20%"}
     for r in rows:
         if r["column"] == "tco_usd" and r["top"] is not None and r["runner_up"] is not None:
@@ -541,9 +543,9 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     table = option_rows(ranked_rows, column, False).to_dicts()
     workload = {"requests_per_s": 4, "peak_factor": 1}
     assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
-        "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm rented, $5,840 a month, "
-        "$210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (8 bought in whole units), costs $5,595 more "
-        "a month."
+        "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm (fp8 weights) rented, $5,840 "
+        "a month, $210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (fp8 weights, 8 bought in whole "
+        "units), costs $5,595 more a month."
     )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
     alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")

@@ -698,3 +698,39 @@ def test_why_names_what_holds_a_replica_at_the_traffic():
     # without a workload the batch is the operating point: the targets hold it
     closed = {**r, "offered_requests_per_s": None, "capacity_requests_per_s": None, "capacity_limit": None}
     assert _why(closed).endswith("; the latency targets hold the batch at 144 (memory allows 928).")
+
+
+def test_the_sensitivity_table_names_the_two_options_it_compares():
+    """#1 and #2 are often one GPU at two layouts: the headers say which (layout, pools, speculation)."""
+    from llmsweep.report import f_short_option  # the templates' short_option filter
+
+    agg = {
+        "gpu": "gb200",
+        "offer": "example",
+        "precision": "fp8",
+        "mode": "aggregated",
+        "tp": 1,
+        "pp": 1,
+        "dp_attention": 16,
+        "ep": 16,
+        "speculative": "none",
+    }
+    assert f_short_option(agg) == "gb200 example · fp8 · tp1 dp-attn16 ep16"
+    assert f_short_option({**agg, "dp_attention": 8, "ep": 8, "speculative": "mtp"}) == (
+        "gb200 example · fp8 · tp1 dp-attn8 ep8 · MTP"
+    )
+    disagg = {**agg, "mode": "disaggregated", "prefill_workers": 2, "decode_workers": 1, "offer": None}
+    assert f_short_option(disagg) == "gb200 · fp8 · 2P1D"
+
+
+def test_links_have_their_vendors_names():
+    """A replica across two servers names its scale-up link as the GPU's vendor does: NVLink on NVIDIA,
+    Infinity Fabric on AMD (the plan rows carry gpu_family)."""
+    from llmsweep.answer import link_name
+    from llmsweep.report import f_links
+
+    mi = {"tp_link": "scale-up", "pp_link": None, "expert_link": None, "servers_per_replica": 2, "gpu_family": "cdna"}
+    assert f_links(mi) == "2 servers per replica · tp Infinity Fabric"
+    assert f_links({**mi, "gpu_family": "blackwell"}) == "2 servers per replica · tp NVLink"
+    assert link_name("scale-up", {"gpu_family": "cdna"}) == "Infinity Fabric (one scale-up domain)"
+    assert link_name("scale-out", {}) == "the network (NICs)" and link_name("scale-out", {}, short=True) == "network"

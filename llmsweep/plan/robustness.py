@@ -87,6 +87,13 @@ def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[
     return out[column].to_list()
 
 
+# the efficiencies moved, as a reader names them
+PARAM_LABELS = {
+    "bandwidth_efficiency": "memory bandwidth reached (bandwidth efficiency)",
+    "compute_efficiency": "compute reached (compute efficiency)",
+}
+
+
 def sensitivity(
     pairs: dict[str, pl.DataFrame],
     plan: PlanInputs,
@@ -130,7 +137,7 @@ def sensitivity(
         for factor in factors:
             cases: list[tuple[str, str, tuple]] = []
             for param in params:
-                cases.append((param, column, pair_at(block, i)))
+                cases.append((PARAM_LABELS[param], column, pair_at(block, i)))
                 block += 1
             top, runner = pair_at(0, i)
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
