@@ -127,14 +127,38 @@ def column_widths(frame: pl.DataFrame, units: list[str | None]) -> list[int]:
     return widths
 
 
-# Characters of column width a landscape A4 page shows at about 8 points; wider sheets print on A3.
+# Characters of column width a landscape A4 page shows at about 8 points; wider sheets print on A3
+# (sqrt(2) x as wide: 255), and sheets wider still on as many A3 pages across as keep that size, the
+# leading columns that name a row (model, lengths, GPU, offer) repeated on each.
 A4_CHARACTERS = 180
+A3_CHARACTERS = 255
+KEY_COLUMNS = 5  # at most, and within KEY_SHARE of a page
+KEY_SHARE = 0.4
+
+
+def print_layout(widths: list[int]) -> tuple[int, int, int]:
+    """(paper size, pages wide, leading columns repeated on each page) for a sheet of these column
+    widths: A4 (9) one page wide if it fits, else A3 (8); beyond one A3 page, the first columns (at most
+    KEY_COLUMNS, within KEY_SHARE of the page) repeat and the rest spread over
+    ceil(rest / (A3_CHARACTERS - keys)) pages, so the print stays at about 8 points."""
+    total = sum(widths)
+    if total <= A4_CHARACTERS:
+        return 9, 1, 0
+    if total <= A3_CHARACTERS:
+        return 8, 1, 0
+    keys, key_width = 0, 0
+    for w in widths[:KEY_COLUMNS]:
+        if key_width + w > KEY_SHARE * A3_CHARACTERS:
+            break
+        keys, key_width = keys + 1, key_width + w
+    return 8, math.ceil((total - key_width) / (A3_CHARACTERS - key_width)), keys
 
 
 def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
     """For finance: one sheet per table; column names, then a row of units, a frozen header, number
-    formats by unit, columns as wide as their content; printed landscape, one page wide, with the
-    two header rows repeated on every page."""
+    formats by unit, columns as wide as their content; printed landscape at a legible size
+    (print_layout), with the two header rows, and on a sheet wider than a page the columns naming each
+    row, repeated on every page."""
     import xlsxwriter
 
     for name, frame in sorted(sheets.items(), key=lambda item: -item[1].height):  # the largest first
@@ -160,10 +184,12 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:
             ws.set_column(j, j, width, formats.get(unit) if unit else None)
         ws.freeze_panes(2, 0)
         ws.set_landscape()
-        if sum(widths) > A4_CHARACTERS:  # a wide sheet on A3, so one page wide stays legible
-            ws.set_paper(8)
-        ws.fit_to_pages(1, 0)  # one page wide, as many tall as it takes
+        paper, wide, keys = print_layout(widths)
+        ws.set_paper(paper)
+        ws.fit_to_pages(wide, 0)  # legible pages wide, as many tall as it takes
         ws.repeat_rows(0, 1)  # the names and units on every printed page
+        if keys:
+            ws.repeat_columns(0, keys - 1)  # and what names the row, on every page across
         # constant_memory writes row by row: the names, then the units, then the data
         for j, n in enumerate(frame.columns):  # text cells, never formulas
             ws.write_string(0, j, n, bold)
