@@ -288,6 +288,8 @@ def link_name(kind: str, o: dict, short: bool = False) -> str:
     if kind == "scale-out":
         return "network" if short else "the network (NICs)"
     return {"pcie": "PCIe"}.get(kind, kind)
+
+
 METHODS = {"mtp": "MTP", "eagle": "EAGLE", "draft": "a draft model"}
 LIMITS = {
     "ttft_s": "the TTFT target",
@@ -408,8 +410,6 @@ def serving_text(o: dict, settings: list[dict] | None = None, profile: str = "")
     MTP, ... · prefix cache: ...' ('' for a plain aggregated replica; pools_text has the pools)."""
     parts = [kv_text(o), speculation_text(o, settings, profile), prefix_text(o)]
     return " · ".join(p for p in parts if p)
-
-
 
 
 def pools_short(o: dict) -> str:
