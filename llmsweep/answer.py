@@ -238,7 +238,7 @@ def answer(
     if fleets:
         text = (
             f"{head}: {_named(best)}, {money(best['tco_usd_per_month'])} a month, "
-            f"{money(best['tco_usd'])} over {horizon}{sized}"
+            f"{money(best['tco_usd'])} over {horizon}{sized}{_band(best)}"
         )
     else:  # the month on the per-token figure's basis: the replica's GPUs at their hourly cost
         # (a bought GPU's share of its server and rack), not the whole servers a fleet would buy
@@ -262,6 +262,15 @@ def answer(
         else:  # ranked by something other than cost, the next option may be the cheaper one
             text += f"; {kind}, {what}, costs {shown} {'more' if more > 0 else 'less'} {unit}"
     return text + "." + _unpriced(offers)
+
+
+def _band(o: dict) -> str:
+    """', 32 GPUs at the slow end of its 80 % band' when the estimate's uncertainty (the profile's
+    out-of-sample errors) could need a larger fleet than the point estimate: a buyer sees the range."""
+    n, high = o.get("gpus_needed"), o.get("gpus_needed_high")
+    if n is None or high is None or high <= n:
+        return ""
+    return f", {high:,} GPUs at the slow end of its 80 % band"
 
 
 def _unpriced(offers: list[dict]) -> str:

@@ -142,6 +142,11 @@ def test_the_answer_says_which_gpus_it_could_not_rank():
     assert answer("org/m", 1000, 100, offers[:2], {"requests_per_s": 1}, None, 3, True).endswith(
         " gb300 has no price: not ranked."
     )
+    # the fleet the band's slow end needs is said beside the point estimate's (8 GPUs here)
+    offers[0]["gpus_needed_high"] = 16
+    assert "$36,000 over 3 years, 16 GPUs at the slow end of its 80 % band." in answer(
+        "org/m", 1000, 100, offers[:1], {"requests_per_s": 1}, None, 3, True
+    )
 
 
 def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():
