@@ -76,9 +76,14 @@ def test_notes_say_what_was_dropped_and_read(catalog):
 
 
 def test_exact_ids_and_plain_aliases_say_nothing(catalog):
-    for name in ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", "Llama 3.1 70B", "gpt-oss-20b"):
+    for name in ("meta-llama/Llama-3.1-8B", "Llama 3.1 70B", "gpt-oss-20b", "meta-llama/Llama-3.3-70B-Instruct"):
         r = catalog.resolve_model(name)
         assert (r.note, r.precision) == (None, None), name
+    # an alias naming a variant its id does not: the report shows the id, so the name read is said
+    assert catalog.resolve_model("meta-llama/Llama-3.1-8B-Instruct").note == (
+        "model 'meta-llama/Llama-3.1-8B-Instruct' read as meta-llama/Llama-3.1-8B: '-Instruct' ignored: instruct, "
+        "chat and base variants share one architecture"
+    )
     for name in ("NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB", "H100 SXM5 80GB HBM3"):
         assert catalog.resolve_gpu(name).note is None, name
 
@@ -249,7 +254,8 @@ def test_cli_estimate_takes_the_precision_from_the_model_name():
     # fp8: one byte per weight, the bf16 embedding and LM head (2 x 128,256 x 8,192) two, over tp 2
     assert row["weight_bytes"] * 2 == pytest.approx(70.55e9 + 2_101_346_304, rel=0.01)
     assert (
-        "note: model 'nvidia/Llama-3.1-70B-Instruct-FP8' read as meta-llama/Llama-3.1-70B: '-FP8' names precision fp8"
+        "note: model 'nvidia/Llama-3.1-70B-Instruct-FP8' read as meta-llama/Llama-3.1-70B: '-Instruct' ignored: "
+        "instruct, chat and base variants share one architecture; '-FP8' names precision fp8"
     ) in r.stderr
 
 

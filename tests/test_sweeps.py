@@ -291,7 +291,8 @@ def test_validate_and_schema(tmp_path):
     r = CliRunner().invoke(main, ["validate", str(ROOT / "sweeps" / "example.yaml")])
     # the count after exclusions, as `run` reports it: 2 GPUs x (8B at tp 1 + 70B at tp 1, 2, 4) x 3 precisions
     # x 3 batches = 72 of the 108 the axes make
-    assert r.exit_code == 0 and r.output.strip() == "OK: 72 configurations (108 before exclusions)"
+    assert r.exit_code == 0 and r.output.strip().endswith("\nOK: 72 configurations (108 before exclusions)")
+    assert "'meta-llama/Llama-3.1-8B-Instruct' read as meta-llama/Llama-3.1-8B" in r.output  # the -Instruct said
     run = CliRunner().invoke(main, ["run", str(ROOT / "sweeps" / "example.yaml"), "-o", str(tmp_path)])
     assert run.exit_code == 0 and "72 configurations" in run.stderr
     r = CliRunner().invoke(main, ["schema"])

@@ -425,8 +425,12 @@ class ModelIndex(NameIndex):
         parsed = parse_model(name)
         precision, quant_note = suffix_precision(parsed.quant, self._precision_id)
         hit = self._exact(name)
-        if hit is not None:
-            return ModelMatch(hit.id, _model_note(name, hit.id, [quant_note]), precision)
+        if hit is not None:  # an alias naming a variant the id does not (-Instruct of a base id): said
+            lost = tuple(
+                v for v in parsed.variants if v.lower() not in {w.lower() for w in parse_model(hit.id).variants}
+            )
+            variants = _dropped(lost, "instruct, chat and base variants share one architecture")
+            return ModelMatch(hit.id, _model_note(name, hit.id, [variants, quant_note]), precision)
         strict = self._narrow(parsed, self._strict.get(parsed.strict, []))
         if len(strict) == 1:  # the name as the catalog writes it, repackaged: only the suffix said
             return ModelMatch(strict[0], _model_note(name, strict[0], [quant_note]), precision)
