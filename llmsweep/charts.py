@@ -132,6 +132,30 @@ def rank_order(data: pl.DataFrame) -> list[str]:
     return data.sort(["_n", "model", "option"])["option"].unique(maintain_order=True).to_list()
 
 
+def by_value(data: pl.DataFrame, value: str) -> tuple[pl.DataFrame, alt.EncodingSortField]:
+    """`data` with `_order`, each option's place in its own model's panel by `value` (smallest first,
+    ties in rank order), and the y sort that reads it: with per_model's independent y scales every
+    panel is sorted by its own bars (one list shared by the panels put an option where another
+    model ranks it)."""
+    data = data.sort(["model", value, "_n", "option"]).with_columns(_order=pl.int_range(pl.len()).over("model"))
+    return data, alt.EncodingSortField("_order", op="min")
+
+
+RECOMMENDED = "recommended (rank 1)"
+
+
+def recommended(chart: alt.Chart, symbol: str) -> alt.Chart:
+    """`chart` (an unfilled mark and its position) drawn on the plan's first option alone (rank 1), in
+    black, with a legend entry of its own (its `symbol`): how the charts mark the recommended option
+    wherever it stands."""
+    stroke = alt.Stroke(
+        "mark:N",
+        scale=alt.Scale(domain=[RECOMMENDED], range=["black"]),
+        legend=alt.Legend(title=None, symbolType=symbol),
+    )
+    return chart.transform_filter(alt.datum.rank == 1).transform_calculate(mark=repr(RECOMMENDED)).encode(stroke=stroke)
+
+
 def series_note(data: pl.DataFrame) -> str:
     """'h200-sxm, mi300x and 3 more not shown: 12 of 17 GPUs shown per model, the first by rank' when a
     chart leaves GPUs out, and the options drawn at their operating point alone (POINT_ONLY), else ''."""
@@ -541,23 +565,22 @@ def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
 
 
 def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+    """Each model's options cheapest first (its own order), the recommended one outlined."""
     metric = data["metric"][0]
     money = "$,.0f" if metric == "USD per month" else "$,.3f"
-    return per_model(
-        alt.Chart(data)
+    data, order = by_value(data, "usd")
+    x = alt.X(
+        "usd:Q",
+        title=f"{metric} (best layout per GPU and offer)",
+        axis=alt.Axis(format=money.replace(".3f", ".2f"), labelOverlap=True),
+    )
+    y = alt.Y("option:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    bars = (
+        alt.Chart()
         .mark_bar()
         .encode(
-            x=alt.X(
-                "usd:Q",
-                title=f"{metric} (best layout per GPU and offer)",
-                axis=alt.Axis(format=money.replace(".3f", ".2f"), labelOverlap=True),
-            ),
-            y=alt.Y(
-                "option:N",
-                sort=rank_order(data),
-                title=None,
-                axis=alt.Axis(labelLimit=260),
-            ),
+            x=x,
+            y=y,
             color=alt.Color(
                 "meets:N",
                 title=None,
@@ -566,6 +589,8 @@ def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
             tooltip=["option:N", "rank:Q", "batch:Q", alt.Tooltip("usd:Q", title=metric, format=money)],
         )
     )
+    ring = recommended(alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2.5).encode(x=x, y=y), "square")
+    return per_model(alt.layer(bars, ring, data=data))
 
 
 # -- what is the trade-off? -------------------------------------------------------------------------------------

@@ -623,6 +623,55 @@ def test_procurement_report_first_table_lists_every_priced_option(procurement):
         assert loops + "keeps a fixed number of clients busy (a closed loop) sends its requests in step" in text
 
 
+def report_charts(report: Path) -> dict[str, dict]:
+    """The vega-lite specs report.html embeds, by chart id."""
+    import json
+
+    html = report.read_text()
+    specs, ids = (json.loads(re.search(rf"const {name} = (.*);", html).group(1)) for name in ("specs", "ids"))
+    return dict(zip(ids, specs, strict=True))
+
+
+def chart_rows(spec: dict) -> pl.DataFrame:
+    """The rows a faceted chart draws (its inline dataset)."""
+    return pl.DataFrame(spec["datasets"][spec["data"]["name"]])
+
+
+def test_each_models_cost_bars_are_in_its_own_order_cheapest_first(procurement):
+    """'What is cheapest?' sorts each model's panel by its own bars (one order shared by the panels put
+    h200-sxm buy-4y third for Qwen3-30B, where Mixtral ranks it, above four cheaper bars). Qwen3-30B
+    a month (730 h): mi300x 4 x $2.49 x 730 = $7,270.80; h100 reserved 6 x $2.10 x 730 = $9,198; h200
+    reserved 5 x $2.60 x 730 = $9,490; h100 6 x $2.69 x 730 = $11,782.20; h200 5 x $3.50 x 730 = $12,775;
+    b200 3 x $5.99 x 730 = $13,118.10; h200 bought (4-year write-off, power, racks) $13,379.27; l40s 24 x
+    $0.86 x 730 = $15,067.20; a100 11 x $1.89 x 730 = $15,176.70. The recommended one (rank 1) is outlined."""
+    spec = report_charts(procurement / "report.html")["cost"]
+    rows = chart_rows(spec)
+    order = spec["spec"]["layer"][0]["encoding"]["y"]["sort"]
+    assert order == {"field": "_order", "op": "min"} and spec["resolve"]["scale"]["y"] == "independent"
+    qwen = rows.filter(pl.col("model") == "Qwen/Qwen3-30B-A3B").sort("_order")
+    assert qwen["option"].to_list() == [
+        "mi300x · rent · fp8 · tp1",
+        "h100-sxm · rent-1y-reserved · int4 · tp1",
+        "h200-sxm · rent-1y-reserved · fp8 · tp1",
+        "h100-sxm · rent · int4 · tp1",
+        "h200-sxm · rent · fp8 · tp1",
+        "b200 · rent · fp8 · tp1",
+        "h200-sxm · buy-4y · fp8 · tp1",
+        "l40s · rent · int4 · tp1",
+        "a100-80gb-sxm · rent · int4 · tp1",
+    ]
+    assert qwen["usd"].to_list()[:6] == pytest.approx([7270.8, 9198.0, 9490.0, 11782.2, 12775.0, 13118.1])
+    assert qwen["usd"][6] == pytest.approx(13_379.27, abs=0.01)
+    assert qwen["usd"].to_list()[7:] == pytest.approx([15067.2, 15176.7])
+    for _, panel in rows.group_by("model"):
+        assert panel.sort("_order")["usd"].is_sorted()  # every panel: no bar above a shorter one
+    # the recommended option (rank 1) of every model is drawn and outlined, with its legend entry
+    outline = spec["spec"]["layer"][1]
+    assert outline["mark"]["fillOpacity"] == 0 and {"filter": "(datum.rank === 1)"} in outline["transform"]
+    assert outline["encoding"]["stroke"]["scale"]["domain"] == ["recommended (rank 1)"]
+    assert rows.filter(pl.col("rank") == 1)["model"].n_unique() == rows["model"].n_unique() == 4
+
+
 LAYOUT_PROBE = """<script>window.addEventListener('load', function () {
   var tries = 0, wait = setInterval(function () {
   var b = document.body.dataset;
