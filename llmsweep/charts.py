@@ -8,7 +8,7 @@ tests can check the numbers a chart shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import altair as alt
@@ -32,7 +32,8 @@ class ChartSpec:
     title: str | Callable[[pl.DataFrame], str]  # a function of the chart's data when it depends on it
     question: str
     data: Callable[[pl.LazyFrame, pl.DataFrame | None], pl.DataFrame]
-    build: Callable[[pl.DataFrame], alt.TopLevelMixin]
+    # the chart from its data and the report's GPUs (gpu_color's domain; charts not coloured by GPU ignore it)
+    build: Callable[[pl.DataFrame, Sequence[str] | None], alt.TopLevelMixin]
 
 
 def _strings(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -188,15 +189,25 @@ LAYOUT = ("tp", "pp", "ep", "dp_attention")
 SERVING_NAME_COLUMNS = ("mode", "prefill_workers", "decode_workers", "speculative")  # what option_text reads
 
 
-def gpu_color(data: pl.DataFrame) -> alt.Color:
-    """One colour per GPU, the same in every per-GPU chart (the domain is the GPUs in alphabetical
-    order); the legend's filled circles are the points the lines are drawn with."""
-    gpus = sorted(data["gpu"].unique().to_list())
+def report_gpus(frame: pl.LazyFrame) -> list[str]:
+    """Every GPU of the results, in alphabetical order: the colour domain of a report's charts."""
+    return sorted(frame.select(pl.col("gpu").cast(pl.String).unique()).collect()["gpu"].to_list())
+
+
+def gpu_color(
+    data: pl.DataFrame, gpus: Sequence[str] | None = None, title: str = "GPU (best layout: see tooltip)"
+) -> alt.Color:
+    """One colour per GPU, the same in every chart of a report: the domain is the report's GPUs
+    (`gpus`, build_charts passes them; by default the chart's own) in alphabetical order, so a GPU
+    keeps its colour in a chart that lacks another; the legend's filled circles are the points the
+    lines are drawn with (it lists the chart's own GPUs only)."""
+    domain = sorted(gpus if gpus is not None else data["gpu"].unique().to_list())
+    shown = set(data["gpu"].unique().to_list())
     return alt.Color(
         "gpu:N",
-        title="GPU (best layout: see tooltip)",
-        scale=alt.Scale(domain=gpus, scheme="tableau10" if len(gpus) <= 10 else "tableau20"),
-        legend=alt.Legend(symbolType="circle"),
+        title=title,
+        scale=alt.Scale(domain=domain, scheme="tableau10" if len(domain) <= 10 else "tableau20"),
+        legend=alt.Legend(symbolType="circle", values=[g for g in domain if g in shown]),
     )
 
 
@@ -274,7 +285,7 @@ def _first(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.unique(["model", "gpu"], keep="first", maintain_order=True)
 
 
-def memory_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def memory_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     order = rank_order(data)
     bars = (
         alt.Chart()
@@ -338,7 +349,7 @@ def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
     )
 
 
-def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def decode_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     tooltip = ["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")]
     order = rank_order(data)
     if data["batch"].n_unique() == 1:  # one concurrency: a line would be a column of dots
@@ -365,7 +376,7 @@ def decode_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
                 axis=COUNT_AXIS,
             ),
             y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=SI_AXIS),
-            color=gpu_color(data),
+            color=gpu_color(data, gpus),
             tooltip=tooltip,
         )
     )
@@ -417,7 +428,7 @@ def time_unit(ms: pl.Series) -> tuple[float, str]:
     return (1000.0, "s") if top is not None and top >= 10_000 else (1.0, "ms")
 
 
-def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def ttft_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     div, unit = time_unit(data["ttft_ms"])
     data = data.with_columns(ttft=pl.col("ttft_ms") / div)
     tooltip = ["option:N", "input_tokens:Q", alt.Tooltip("ttft:Q", title=f"TTFT ({unit})", format=",.2f")]
@@ -455,7 +466,7 @@ def ttft_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
         .encode(
             x=alt.X("input_tokens:Q", title="prompt length (tokens)", axis=COUNT_AXIS),
             y=alt.Y("ttft:Q", title=f"time to first token ({unit})", axis=NUMBER_AXIS),
-            color=gpu_color(data),
+            color=gpu_color(data, gpus),
             tooltip=tooltip,
         ),
         height=240,
@@ -502,14 +513,14 @@ def roofline_roofs(points: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([roofs, ridges]).sort(["gpu", "intensity"]).select("gpu", "intensity", "flops_per_s")
 
 
-def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
+def roofline_chart(points: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     roofs = (
         alt.Chart(roofline_roofs(points))
         .mark_line(strokeWidth=1.5)
         .encode(
             x=alt.X("intensity:Q", scale=alt.Scale(type="log"), title="arithmetic intensity (FLOP/byte)", axis=SI_AXIS),
             y=alt.Y("flops_per_s:Q", scale=alt.Scale(type="log"), title="FLOP/s per GPU (SI prefixes)", axis=SI_AXIS),
-            color=alt.Color("gpu:N"),
+            color=gpu_color(points, gpus, title="GPU"),
         )
     )
     dots = (
@@ -518,7 +529,7 @@ def roofline_chart(points: pl.DataFrame) -> alt.TopLevelMixin:
         .encode(
             x="intensity:Q",
             y="flops_per_s:Q",
-            color="gpu:N",
+            color=gpu_color(points, gpus, title="GPU"),
             shape=alt.Shape("bound:N"),
             tooltip=[
                 "gpu:N",
@@ -564,7 +575,7 @@ def cost_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
     )
 
 
-def cost_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def cost_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     """Each model's options cheapest first (its own order), the recommended one outlined."""
     metric = data["metric"][0]
     money = "$,.0f" if metric == "USD per month" else "$,.3f"
@@ -626,14 +637,14 @@ def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
     return _layout_label(rows).sort(["model", "gpu", "per_user"])
 
 
-def frontier_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def frontier_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     return per_model(
         alt.Chart(data)
         .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
         .encode(
             x=alt.X("per_user:Q", title="tokens/s per user"),
             y=alt.Y("per_gpu:Q", title="output tokens/s per GPU"),
-            color=gpu_color(data),
+            color=gpu_color(data, gpus),
             order="per_user:Q",
             tooltip=[
                 "option:N",
@@ -682,14 +693,16 @@ CHARTS: tuple[ChartSpec, ...] = (
 
 
 def build_charts(
-    frame: pl.LazyFrame, options: pl.DataFrame | None = None
+    frame: pl.LazyFrame, options: pl.DataFrame | None = None, gpus: Sequence[str] | None = None
 ) -> list[tuple[ChartSpec, alt.TopLevelMixin, str, str]]:
     """Every chart the results can support (cost needs prices, the fleet charts a workload), in report
-    order: (spec, chart, title, note), the note saying which GPUs were left out."""
+    order: (spec, chart, title, note), the note saying which GPUs were left out. `gpus`, the report's
+    GPUs (by default every GPU of `frame`), give each GPU one colour in every chart."""
+    gpus = report_gpus(frame) if gpus is None else gpus
     out = []
     for spec in CHARTS:
         data = spec.data(frame, options)
         if data.height:
             title = spec.title(data) if callable(spec.title) else spec.title
-            out.append((spec, spec.build(data), title, series_note(data)))
+            out.append((spec, spec.build(data, gpus), title, series_note(data)))
     return out

@@ -5,6 +5,7 @@ altair charts out (no I/O); charts.py lists them after its own."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import altair as alt
 import polars as pl
@@ -50,7 +51,7 @@ def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) ->
     return rows.select("model", "offer_label", "option", "per_user", "usd", "metric", "frontier", "batch")
 
 
-def cost_speed_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def cost_speed_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     metric = data["metric"][0]
     fmt = "$,.0f" if metric == "USD per month" else "$,.3f"
     y = alt.Y("usd:Q", title=metric, scale=alt.Scale(type="log"), axis=alt.Axis(format="$~s", labelOverlap=True))
@@ -105,7 +106,7 @@ def rent_buy_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
     return pl.DataFrame(out) if out else pl.DataFrame()
 
 
-def rent_buy_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def rent_buy_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     lines = (
         alt.Chart()
         .mark_line(strokeWidth=2)
@@ -168,14 +169,14 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
     )
 
 
-def gpus_traffic_chart(data: pl.DataFrame) -> alt.TopLevelMixin:
+def gpus_traffic_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
     lines = (
         alt.Chart()
         .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=30))
         .encode(
             x=alt.X("peak:Q", title=data["traffic"][0] if data.height else "peak requests/s"),
             y=alt.Y("gpus_at:Q", title="GPUs needed"),
-            color=gpu_color(data),
+            color=gpu_color(data, gpus),
             tooltip=["option:N", alt.Tooltip("peak:Q", format=",.1f"), "gpus_at:Q"],
         )
     )

@@ -796,7 +796,7 @@ def write_reports(
 ) -> list[str]:
     """Write report.html and/or report.md (+ charts/*.svg) into `folder`; returns the relative paths."""
     context = build_context(frame, options, manifest)
-    charts = build_charts(frame, options)
+    charts = build_charts(frame, options, context["gpus"])  # one colour per GPU of the report
     written = []
     if "html" in formats:
         (folder / "report.html").write_text(render_html(context, charts, template_dir_override), encoding="utf-8")

@@ -672,6 +672,43 @@ def test_each_models_cost_bars_are_in_its_own_order_cheapest_first(procurement):
     assert rows.filter(pl.col("rank") == 1)["model"].n_unique() == rows["model"].n_unique() == 4
 
 
+def gpu_colours(spec: dict) -> list[dict]:
+    """Every colour encoding of a chart's GPUs, in any layer."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            colour = (node.get("encoding") or {}).get("color")
+            if colour and colour.get("field") == "gpu":
+                found.append(colour)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
+def test_a_gpu_has_one_colour_in_every_chart_of_a_report(procurement):
+    """The colours come from the report's seven GPUs in alphabetical order, whatever GPUs a chart
+    shows: the traffic chart has no gaudi3 (no price), so a domain of its own GPUs gave h100-sxm
+    gaudi3's red there and teal in the frontier chart. tableau10 in domain order: a100-80gb-sxm blue,
+    b200 orange, gaudi3 red, h100-sxm teal, h200-sxm green, l40s yellow, mi300x purple, in every chart."""
+    gpus = ["a100-80gb-sxm", "b200", "gaudi3", "h100-sxm", "h200-sxm", "l40s", "mi300x"]
+    specs = report_charts(procurement / "report.html")
+    coloured = {name: gpu_colours(spec) for name, spec in specs.items()}
+    assert {n for n, c in coloured.items() if c} == {"decode", "roofline", "frontier", "gpus-traffic"}
+    for name, colours in coloured.items():
+        for colour in colours:
+            assert colour["scale"] == {"domain": gpus, "scheme": "tableau10"}, name
+    # each legend lists the chart's own GPUs alone: no gaudi3 in the traffic chart (it has no price)
+    (traffic,) = coloured["gpus-traffic"]
+    assert traffic["legend"]["values"] == [g for g in gpus if g != "gaudi3"]
+    assert set(chart_rows(specs["gpus-traffic"])["gpu"]) == set(traffic["legend"]["values"])
+
+
 LAYOUT_PROBE = """<script>window.addEventListener('load', function () {
   var tries = 0, wait = setInterval(function () {
   var b = document.body.dataset;
