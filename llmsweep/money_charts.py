@@ -10,7 +10,17 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
-from llmsweep.charts import MAX_SERIES, WIDTH, ChartSpec, gpu_color, option_label, per_model, ranked_series, series_keys
+from llmsweep.charts import (
+    MAX_SERIES,
+    WIDTH,
+    ChartSpec,
+    gpu_color,
+    option_label,
+    per_model,
+    ranked_series,
+    recommended,
+    series_keys,
+)
 
 
 def _plan(options: pl.DataFrame | None) -> pl.DataFrame:
@@ -31,7 +41,8 @@ def _fleets(rows: pl.DataFrame) -> bool:
 def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every priced option that meets the targets (layout x offer): what it costs a month (with a
     workload: TCO / months; else one replica fully loaded, per million output tokens) against the
-    tokens/s each user gets, and whether it is on the frontier (no option both cheaper and faster)."""
+    tokens/s each user gets, whether it is on the frontier (no option both cheaper and faster) and its
+    rank (the recommended one is rank 1)."""
     rows = _plan(options)
     if rows.height == 0 or rows["usd_per_gpu_hour"].is_null().all():
         return pl.DataFrame()
@@ -48,7 +59,7 @@ def cost_speed_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) ->
     # frontier: walking from the fastest down, an option is on it when it is cheaper than every faster one
     rows = rows.with_columns(_cheapest=pl.col("usd").cum_min().shift(1).over("model"))
     rows = rows.with_columns(frontier=pl.col("_cheapest").is_null() | (pl.col("usd") < pl.col("_cheapest")))
-    return rows.select("model", "offer_label", "option", "per_user", "usd", "metric", "frontier", "batch")
+    return rows.select("model", "offer_label", "option", "per_user", "usd", "metric", "frontier", "batch", "rank")
 
 
 def cost_speed_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
@@ -71,7 +82,27 @@ def cost_speed_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> a
         .mark_line(color="black", strokeWidth=1.5, interpolate="step-before")
         .encode(x="per_user:Q", y="usd:Q", order="per_user:Q")
     )
-    return per_model(alt.layer(line, dots, data=data), height=260)
+    ring = alt.Chart().mark_point(filled=False, size=220, strokeWidth=2).encode(x="per_user:Q", y=y)
+    return per_model(alt.layer(line, dots, recommended(ring, "circle"), data=data), height=260)
+
+
+def _cost_speed_title(data: pl.DataFrame) -> str:
+    """What the line is and what the ring is; and, where the recommended option is off the line, why."""
+    title = (
+        "What each option costs against the speed its users get (the line: the options no other beats on both "
+        "cost and speed; ringed: the recommended one"
+    )
+    first = data.filter(pl.col("rank") == 1)
+    off = first.filter(~pl.col("frontier")).join(data, on="model", suffix="_other")
+    if off.height == 0:
+        return title + ")"
+    tie = off.filter((pl.col("usd_other") == pl.col("usd")) & (pl.col("per_user_other") > pl.col("per_user")))
+    if tie.height:
+        return title + (
+            ", off the line where an option of the same cost is faster: the ranking gives a tie on cost to the "
+            "option with the most capacity per GPU, not to the fastest)"
+        )
+    return title + ", off the line where it is ranked by another measure than this cost)"
 
 
 # -- rent or buy, month by month ---------------------------------------------------------------------------
@@ -187,7 +218,7 @@ def gpus_traffic_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) ->
 CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec(
         "cost-speed",
-        "What each option costs against the speed its users get (the line: nothing both cheaper and faster)",
+        _cost_speed_title,
         "Which offer should we choose?",
         cost_speed_data,
         cost_speed_chart,
