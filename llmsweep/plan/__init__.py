@@ -12,6 +12,7 @@ rank and recommend.
     inputs.py       PlanInputs: offers, targets, traffic, ranking column (plan_inputs from a sweep)
     prices.py       the offers as a table joined onto rows by GPU
     slo.py          meets_slo, slo_miss
+    replicas.py     the sizing rule: replicas_needed for a rate, rate_carried by a number of replicas
     sizing.py       row-level cost and fleet columns (add_plan_columns), at_traffic, unsized
     closed_loop.py  traffic from users who think between requests: their rate users / (think + latency)
     selection.py    options at the largest batch that meets the targets (slo_batch, listed_batch)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import polars as pl
 
 from llmsweep.estimate import modes
+from llmsweep.plan.replicas import rate_carried, replicas_needed
 from llmsweep.spec import WorkloadSpec
 
 SOLVE_STEPS = 80  # at most; a safeguarded false position, which at least halves the bracket every 2 steps
@@ -84,10 +85,10 @@ def solve(rows: pl.DataFrame, workload: WorkloadSpec, redundancy: int, most_repl
         return series(users / (think + pl.lit(latency)))
 
     def carried(n: pl.Series) -> pl.Series:  # B_n: the most n replicas carry, (n - spare) capacity / (1 + h)
-        return series((pl.lit(n) - spare) * pl.lit(capacity) / (1 + workload.headroom))
+        return series(rate_carried(pl.lit(n), pl.lit(capacity), workload.headroom, spare))
 
     def needed(x: pl.Series) -> pl.Series:  # the replicas `x` requests/s need (at_traffic's count)
-        return series((pl.lit(x) / pl.lit(capacity) * (1 + workload.headroom)).ceil() + spare)
+        return series(replicas_needed(pl.lit(x), pl.lit(capacity), workload.headroom, spare))
 
     idle, full = latencies(pl.Series([0.0] * n_rows), series(pl.lit(capacity) / (1 + workload.headroom)))
     most = sent(idle)

@@ -17,6 +17,7 @@ from llmsweep.plan import closed_loop
 from llmsweep.plan.closed_loop import users_rate
 from llmsweep.plan.inputs import PlanInputs
 from llmsweep.plan.prices import price_table
+from llmsweep.plan.replicas import replicas_needed
 from llmsweep.plan.slo import meets_slo, slo_checks, within_targets
 from llmsweep.spec import WorkloadSpec
 
@@ -138,7 +139,7 @@ def add_plan_columns(
     avg = peak / w.peak_factor
 
     def replicas_at(per_replica: pl.Expr) -> pl.Expr:
-        count = (peak / per_replica * (1 + w.headroom)).ceil() + plan.redundancy
+        count = replicas_needed(peak, per_replica, w.headroom, plan.redundancy)
         # more than 10^12 replicas is no plan (and would overflow Int64 once multiplied by GPUs)
         return pl.when((per_replica > 0) & (count <= MAX_REPLICAS)).then(count).cast(pl.Int64)
 
@@ -288,7 +289,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     frame = out.with_columns(capacity_requests_per_s=cap).with_columns(_ok=c.fits & (c.capacity_requests_per_s > 0))
     if w.users is None:
         frame = frame.with_columns(_peak=peak_requests_per_s(w))
-        count = (pl.col("_peak") / c.capacity_requests_per_s * (1 + w.headroom)).ceil() + plan.redundancy
+        count = replicas_needed(pl.col("_peak"), c.capacity_requests_per_s, w.headroom, plan.redundancy)
     else:  # the users' own rate at the latency of the fleet sized for it (closed_loop.solve)
         sizable = frame.select(pl.col("_ok").fill_null(False)).to_series()
         solved = closed_loop.solve(frame.filter(sizable), w, plan.redundancy, MAX_REPLICAS)
@@ -332,7 +333,7 @@ def at_traffic(out: pl.DataFrame, plan: PlanInputs) -> pl.DataFrame:
     avg = pl.col("_peak") / w.peak_factor
 
     def replicas_at(rate: pl.Expr) -> pl.Expr:
-        count = (pl.col("_peak") / rate * (1 + w.headroom)).ceil() + plan.redundancy
+        count = replicas_needed(pl.col("_peak"), rate, w.headroom, plan.redundancy)
         return pl.when(count <= MAX_REPLICAS).then(count).cast(pl.Int64)
 
     frame = frame.with_columns(

@@ -52,6 +52,7 @@ from llmsweep.estimate.disaggregated import DISAGGREGATED
 from llmsweep.finance import PER_HOUR_USED
 from llmsweep.grid import PAIR_KEYS, Axes, GridParts
 from llmsweep.plan.inputs import PlanInputs
+from llmsweep.plan.replicas import replicas_needed
 from llmsweep.plan.sizing import CAPACITY_BISECTIONS, MAX_REPLICAS, peak_requests_per_s
 from llmsweep.plan.slo import meets_slo, within_targets
 from llmsweep.spec import SloSpec, WorkloadSpec
@@ -292,7 +293,7 @@ def _rows(wide: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
 def _fleet(rate: pl.Expr, plan: PlanInputs) -> pl.Expr:
     """Fleet GPUs at a capacity of `rate` requests/s per replica (null when it cannot be sized)."""
     w = plan.workload
-    count = (search_rate(w) / rate * (1 + w.headroom)).ceil() + plan.redundancy
+    count = replicas_needed(search_rate(w), rate, w.headroom, plan.redundancy)
     return pl.when((rate > 0) & (count <= MAX_REPLICAS)).then(count * c.gpus)
 
 
