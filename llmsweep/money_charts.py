@@ -21,6 +21,7 @@ from llmsweep.charts import (
     recommended,
     series_keys,
 )
+from llmsweep.plan.replicas import rate_carried, replicas_needed
 
 
 def _plan(options: pl.DataFrame | None) -> pl.DataFrame:
@@ -160,15 +161,23 @@ def rent_buy_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt
 
 # -- GPUs against traffic -------------------------------------------------------------------------------------
 TRAFFIC_STEPS = [0.25 * k for k in range(1, 13)]  # x 0.25 to x 3 the sweep's peak
+MAX_STEPS = 100  # steps drawn per line (a 520 px line draws no finer): beyond, every k-th count, rounded up
 
 
 def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model, each GPU's best option (rank order, the first 6): GPUs needed at 0.25 to 3 times the
-    sweep's peak requests/s, (ceil(peak x (1 + headroom) / capacity per replica) + redundancy) x GPUs
-    per replica, the same sizing as the plan's. With a workload of users the traffic is their number:
-    the same users send each option its own rate (a slower one, fewer requests), so `peak` is the peak
-    users x the factor and each option's rate its own x the factor (its latency taken as it is at the
-    sweep's peak)."""
+    sweep's peak requests/s, replicas_needed(rate) x GPUs per replica, (ceil(rate x (1 + headroom) /
+    capacity per replica) + redundancy) x GPUs, the plan's own sizing (plan/replicas.py). `kind`
+    "sample": at the TRAFFIC_STEPS (the dots); "step": the exact steps the line is drawn through
+    (step-before: each point's count holds from the point before it up to its rate): n replicas up to
+    rate_carried(n), the most they carry, for every n the range needs, so the line never shows fewer
+    GPUs than the plan would size at any rate between the samples (step-after from the samples drew
+    8 GPUs for rack-scale's b200 up to 15 requests/s, where 16 are needed from 13.6). Where a line
+    would have more than MAX_STEPS steps, it steps every k-th count, each step's count the most its
+    rates need (above the plan's by less than k replicas, never below). With a workload of users the
+    traffic is their number: the same users send each option its own rate (a slower one, fewer
+    requests), so `peak` is the peak users x the factor and each option's rate its own x the factor
+    (its latency taken as it is at the sweep's peak)."""
     rows = _plan(options)
     if rows.height == 0 or rows["peak_requests_per_s"].is_null().all():
         return pl.DataFrame()
@@ -179,40 +188,66 @@ def gpus_traffic_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) 
         series.select(*keys, "_n"), on=keys, nulls_equal=True, maintain_order="left"
     )
     rows = rows.unique(["model", "gpu"], keep="first", maintain_order=True)
-    steps = pl.DataFrame({"factor": TRAFFIC_STEPS})
     users = "peak_users" in rows.columns and rows["peak_users"].is_not_null().any()
     traffic = pl.col("peak_users" if users else "peak_requests_per_s")
-    out = rows.join(steps, how="cross").with_columns(
-        peak=traffic * pl.col("factor"), _rate=pl.col("peak_requests_per_s") * pl.col("factor")
-    )
-    out = out.with_columns(
-        gpus_at=(
-            (pl.col("_rate") * (1 + pl.col("headroom")) / pl.col("capacity_requests_per_s")).ceil()
-            + pl.col("redundancy")
-        )
-        * pl.col("gpus"),
-        option=option_label(out),
+    sizing = (pl.col("capacity_requests_per_s"), pl.col("headroom"), pl.col("redundancy"))
+    rows = rows.with_columns(
+        option=option_label(rows),
         sweep_peak=traffic,
         traffic=pl.lit("peak users" if users else "peak requests/s"),
+        _per_rate=traffic / pl.col("peak_requests_per_s"),  # x per request/s: 1, or the users per request/s
     )
-    return out.select("model", "gpu", "option", "_n", "peak", "gpus_at", "sweep_peak", "traffic").sort(
-        ["model", "_n", "peak"]
+    samples = rows.join(pl.DataFrame({"factor": TRAFFIC_STEPS}), how="cross").with_columns(
+        peak=traffic * pl.col("factor"),
+        gpus_at=replicas_needed(pl.col("peak_requests_per_s") * pl.col("factor"), *sizing) * pl.col("gpus"),
+        kind=pl.lit("sample"),
     )
+    low, high = (pl.col("peak_requests_per_s") * f for f in (TRAFFIC_STEPS[0], TRAFFIC_STEPS[-1]))
+    ends = rows.with_columns(
+        _low=low, _high=high, _n0=replicas_needed(low, *sizing), _n1=replicas_needed(high, *sizing)
+    ).with_columns(_stride=((pl.col("_n1") - pl.col("_n0")) / MAX_STEPS).ceil().clip(lower_bound=1))
+    # the counts the line steps to: n0, n0 + k, n0 + 2k ... below n1, each holding up to the rate it carries
+    counts = ends.with_columns(
+        _count=pl.int_ranges(pl.col("_n0").cast(pl.Int64), pl.col("_n1").cast(pl.Int64), pl.col("_stride"))
+    ).explode("_count")
+    counts = counts.filter(pl.col("_count").is_not_null()).with_columns(
+        _rate=rate_carried(pl.col("_count"), *sizing), _gpus=pl.col("_count") * pl.col("gpus")
+    )
+    first = ends.with_columns(_rate=pl.col("_low"), _gpus=pl.col("_n0") * pl.col("gpus"))
+    last = ends.with_columns(_rate=pl.col("_high"), _gpus=pl.col("_n1") * pl.col("gpus"))
+    steps = pl.concat([first, counts.drop("_count"), last], how="vertical_relaxed").with_columns(
+        peak=pl.col("_rate") * pl.col("_per_rate"), gpus_at=pl.col("_gpus"), kind=pl.lit("step")
+    )
+    shown = ["model", "gpu", "option", "_n", "kind", "peak", "gpus_at", "sweep_peak", "traffic"]
+    out = pl.concat([samples.select(shown), steps.select(shown)], how="vertical_relaxed")
+    return out.with_columns(pl.col("gpus_at").cast(pl.Int64)).sort(["model", "_n", "kind", "peak"])
 
 
 def gpus_traffic_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
+    """The GPUs each option needs: its exact steps as a line (step-before: a count holds up to the rate
+    it carries, from the step before), the dots at 0.25 to 3 times the sweep's peak."""
+    x = alt.X("peak:Q", title=data["traffic"][0] if data.height else "peak requests/s")
+    y = alt.Y("gpus_at:Q", title="GPUs needed")
+    color = gpu_color(data, gpus)
     lines = (
         alt.Chart()
-        .mark_line(interpolate="step-after", point=alt.OverlayMarkDef(filled=True, size=30))
+        .transform_filter(alt.datum.kind == "step")
+        .mark_line(interpolate="step-before")
+        .encode(x=x, y=y, color=color, detail="option:N", order="peak:Q")
+    )
+    dots = (
+        alt.Chart()
+        .transform_filter(alt.datum.kind == "sample")
+        .mark_point(filled=True, size=30, opacity=1)
         .encode(
-            x=alt.X("peak:Q", title=data["traffic"][0] if data.height else "peak requests/s"),
-            y=alt.Y("gpus_at:Q", title="GPUs needed"),
-            color=gpu_color(data, gpus),
+            x=x,
+            y=y,
+            color=color,
             tooltip=["option:N", alt.Tooltip("peak:Q", format=",.1f"), "gpus_at:Q"],
         )
     )
     rule = alt.Chart().mark_rule(strokeDash=[4, 3], color="black").encode(x="mean(sweep_peak):Q")
-    return per_model(alt.layer(lines, rule, data=data), height=240)
+    return per_model(alt.layer(lines, dots, rule, data=data), height=240)
 
 
 CHARTS: tuple[ChartSpec, ...] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -732,6 +733,54 @@ def test_the_cost_speed_chart_rings_the_recommended_option_and_says_why_it_is_of
         "where an option of the same cost is faster: the ranking gives a tie on cost to the option with the most "
         "capacity per GPU, not to the fastest)"
     ) in html
+
+
+def step_before(points: pl.DataFrame, rate: float) -> int:
+    """A step-before line's value at `rate`: the count of the first point at or after it."""
+    return points.filter(pl.col("peak") >= rate).sort("peak")["gpus_at"][0]
+
+
+def test_the_traffic_chart_never_shows_fewer_gpus_than_needed_between_its_samples(procurement):
+    """Qwen3-30B on mi300x (fp8, tp1: 1 GPU a replica): capacity 17.0977 requests/s a replica, 20 %
+    headroom, n+1, so n replicas carry (n - 1) x 17.0977 / 1.2 = (n - 1) x 14.2481 requests/s. From
+    0.25 to 3 x the 40 requests/s peak (10 to 120): 2 GPUs up to 14.248, 3 to 28.496, 4 to 42.744, 5 to
+    56.992, 6 to 71.241, 7 to 85.489, 8 to 99.737, 9 to 113.985, 10 to 120. Step-after from the samples
+    (every 10 requests/s) drew 4 GPUs on (42.744, 50), where 5 are needed."""
+    spec = report_charts(procurement / "report.html")["gpus-traffic"]
+    line = spec["spec"]["layer"][0]
+    assert line["mark"] == {"type": "line", "interpolate": "step-before"}
+    assert line["transform"] == [{"filter": "(datum.kind === 'step')"}]
+    rows = chart_rows(spec).filter((pl.col("model") == "Qwen/Qwen3-30B-A3B") & (pl.col("gpu") == "mi300x"))
+    steps = rows.filter(pl.col("kind") == "step").sort("peak")
+    per_replica = 17.0977 / 1.2
+    assert steps["peak"].to_list() == pytest.approx([10.0, *(per_replica * k for k in range(1, 9)), 120.0], abs=2e-3)
+    assert steps["gpus_at"].to_list() == [2, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    samples = rows.filter(pl.col("kind") == "sample").sort("peak")
+    assert samples["peak"].to_list() == pytest.approx([10.0 * k for k in range(1, 13)])
+    assert samples.filter(pl.col("peak") == 40.0)["gpus_at"].to_list() == [4]  # the plan's fleet at the peak
+    capacity = 17.097720950549174  # plan.csv's capacity_requests_per_s for this option
+
+    def needed(rate: float) -> int:  # ceil(rate x 1.2 / capacity) + 1, written out here
+        return math.ceil(rate * 1.2 / capacity) + 1
+
+    rates = [10 + 0.05 * i for i in range(1, 2200)]
+    assert all(step_before(steps, r) == needed(r) for r in rates)  # the exact steps: neither more nor fewer
+    assert step_before(steps, 45.0) == 5 and needed(45.0) == 5
+    # a line of more than MAX_STEPS steps steps every k-th count, rounded up: n0 = 2 to n1 = 10 replicas
+    # with 3 steps at most, every ceil(8 / 3) = 3rd: 2 up to 14.248, 5 up to 56.992, 8 up to 99.737, 10
+    from unittest import mock
+
+    from llmsweep import money_charts
+
+    with mock.patch.object(money_charts, "MAX_STEPS", 3):
+        coarse = money_charts.gpus_traffic_data(pl.LazyFrame(), pl.read_parquet(procurement / "plan.parquet"))
+    coarse = coarse.filter(
+        (pl.col("model") == "Qwen/Qwen3-30B-A3B") & (pl.col("gpu") == "mi300x") & (pl.col("kind") == "step")
+    ).sort("peak")
+    assert coarse["gpus_at"].to_list() == [2, 2, 5, 8, 10]
+    expected = [10.0, per_replica, 4 * per_replica, 7 * per_replica, 120.0]
+    assert coarse["peak"].to_list() == pytest.approx(expected, abs=2e-3)
+    assert all(step_before(coarse, r) >= needed(r) for r in rates)  # more than needed, never fewer
 
 
 LAYOUT_PROBE = """<script>window.addEventListener('load', function () {
