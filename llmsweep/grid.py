@@ -21,6 +21,7 @@ from llmsweep.catalog.engines import (
     mtp_draft_tokens,
     platform_reason,
 )
+from llmsweep.catalog.gpus import FALLBACK
 from llmsweep.columns import BAND_GROUPS, POOL_COLUMNS, SCHEMA
 from llmsweep.estimate import add_batch_estimates, add_layout_estimates, add_length_estimates, disaggregated
 
@@ -288,7 +289,18 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
         attention_flops, _ = g.peak_flops(p.activation_dtype)
         fp8_flops, fp8_used = g.peak_flops("fp8")
         note = None
-        if flops and used != p.compute_dtype and p.compute_dtype == "fp4":
+        if used == "fp4" and not p.runs_on_fp4_units(g.vendor):
+            # FP4 units that do not take the format's scales (NVFP4 on AMD CDNA 4) are no FP4 units
+            # for it: weight-only, as without any (Precision.runs_on_fp4_units)
+            flops, used = g.peak_flops(FALLBACK["fp4"][1])
+            takes = [
+                q for q, f in catalog.precisions.items() if f.compute_dtype == "fp4" and f.runs_on_fp4_units(g.vendor)
+            ]
+            note = (
+                f"{gid}'s FP4 units take {', '.join(takes)}, not {pid}; {pid} runs weight-only: "
+                f"matmuls use its {used} rate"
+            )
+        elif flops and used != p.compute_dtype and p.compute_dtype == "fp4":
             # a 4-bit float format without FP4 units is weight-only (W4A16): the weights are
             # dequantised to 16-bit for the matmuls (vLLM's Marlin, gpt-oss's triton kernels on Hopper)
             note = f"{gid} has no published fp4 rate; {pid} runs weight-only: matmuls use its {used} rate"

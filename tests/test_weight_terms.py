@@ -13,8 +13,8 @@ roofline). The facts used:
   579,133,440), untied; its mxfp4 checkpoint keeps `model.layers.*.self_attn` and
   `model.layers.*.mlp.router` in bf16 (969,078,528 parameters, catalog/architecture.py
   unconverted_params), and `model.embed_tokens` and `lm_head`.
-- H100 SXM: bf16 989 TFLOP/s, fp8 1,979, no fp4; B200: bf16 2,250, fp4 9,000; MI300X: bf16 1,307.4,
-  no fp4.
+- H100 SXM: bf16 989 TFLOP/s, fp8 1,979, no fp4; B200: bf16 2,250, fp4 9,000; B300: fp4 14,000;
+  MI300X: bf16 1,307.4, no fp4; MI355X: bf16 2,500, fp4 10,100; MI350X: fp4 9,230.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from llmsweep.catalog.architecture import _module_group, unconverted_params
 
-from .conftest import estimate_row
+from .conftest import estimate_row, estimate_rows
 
 L31_8B, GEMMA2_9B, GPT_OSS, QWEN3_235B = (
     "meta-llama/Llama-3.1-8B",
@@ -279,3 +279,38 @@ def test_unconverted_params_of_the_reference_checkpoints(catalog):
     # its one dense layer (first_k_dense_replace 1): 3 x 7,168 x 18,432; 60 shared experts of
     # 3 x 7,168 x 2,048
     assert (a.dense_mlp_params, a.shared_expert_params) == (3 * 7_168 * 18_432, 60 * 3 * 7_168 * 2_048)
+
+
+# -- 5. FP4 units take their vendor's format: NVFP4 on AMD CDNA 4 is weight-only ----------------
+
+# DeepSeek-R1 (the catalog's config.json): P = 671,026,419,200, V = 129,280, d = 7,168, untied: the
+# embedding table and the LM head V d = 926,679,040 parameters each, kept at 16 bits (1,853,358,080
+# x 2 bytes = 3,706,716,160); the other P - 2 V d = 669,173,061,120 are quantised.
+R1, P_R1, VD_R1 = "deepseek-ai/DeepSeek-R1", 671_026_419_200, 129_280 * 7_168
+R1_MXFP4 = 359_204_904_880  # 669,173,061,120 x 4.25 / 8 = 355,498,188,720, + 3,706,716,160
+R1_NVFP4 = 380_116_563_040  # 669,173,061,120 x 4.5 / 8 = 376,409,846,880, + 3,706,716,160
+
+
+def test_deepseek_r1_in_mxfp4_and_nvfp4():
+    assert VD_R1 == 926_679_040 and P_R1 - 2 * VD_R1 == 669_173_061_120
+    assert (P_R1 - 2 * VD_R1) * 4.25 / 8 + 2 * VD_R1 * 2 == 355_498_188_720 + 3_706_716_160 == R1_MXFP4
+    assert (P_R1 - 2 * VD_R1) * 4.5 / 8 + 2 * VD_R1 * 2 == 376_409_846_880 + 3_706_716_160 == R1_NVFP4
+
+
+def test_nvfp4_on_amd_cdna4_is_weight_only():
+    # MI355X's FP4 units take MXFP4's e8m0 scales per 32 values, not NVFP4's e4m3 scales per 16 (AMD
+    # CDNA 4 ISA): an NVFP4 checkpoint runs as on a GPU without FP4 units, its matmuls at bf16
+    # 2,500 TFLOP/s, its weights still 4.5 bits
+    nvfp4, mxfp4 = estimate_rows(gpu="mi355x", model=R1, precision=["nvfp4", "mxfp4"], tp=8)
+    assert (nvfp4["compute_dtype"], nvfp4["peak_flops_per_s"], nvfp4["model_weight_bytes"]) == (
+        "bf16",
+        2_500e12,
+        R1_NVFP4,
+    )
+    assert (
+        nvfp4["notes"] == "mi355x's FP4 units take mxfp4, not nvfp4; nvfp4 runs weight-only: matmuls use its bf16 rate"
+    )
+    assert (mxfp4["compute_dtype"], mxfp4["peak_flops_per_s"], mxfp4["notes"]) == ("fp4", 10_100e12, None)
+    # Blackwell's tensor cores take both (PTX ISA .kind::mxf4nvf4): MXFP4 keeps B200's FP4 rate
+    row = estimate_row(gpu="b200", model=R1, precision="mxfp4", tp=8)
+    assert (row["compute_dtype"], row["peak_flops_per_s"], row["notes"]) == ("fp4", 9_000e12, None)

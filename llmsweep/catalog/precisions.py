@@ -26,6 +26,13 @@ class Precision(BaseModel):
     compute_dtype: str
     activation_dtype: str
     aliases: list[str] = []
+    fp4_units: list[str] | None = Field(
+        None,
+        description=(
+            "For compute_dtype fp4: the GPU vendors whose FP4 units take this format's scales; on another "
+            "vendor's GPU it runs weight-only (16-bit matmuls). null = any GPU with an fp4 rate."
+        ),
+    )
     sources: list[str] = []
     notes: str | None = None
 
@@ -42,6 +49,16 @@ class Precision(BaseModel):
     @property
     def activation_bytes(self) -> float:
         return 4.0 if self.activation_dtype == "fp32" else 2.0
+
+    def runs_on_fp4_units(self, vendor: str | None) -> bool:
+        """Whether a GPU of `vendor` runs this format on its FP4 units (where it has an fp4 rate).
+        False only for an fp4 format whose scales that vendor's units do not take: NVFP4 (e4m3
+        scales per 16 values) on AMD CDNA 4, whose scaled MFMA instructions take e8m0 scales per
+        32 values (AMD CDNA 4 ISA reference guide; precisions.yaml `fp4_units`). A GPU naming no
+        vendor is given the benefit of the doubt, as before vendors were told apart."""
+        if self.compute_dtype != "fp4" or self.fp4_units is None or vendor is None:
+            return True
+        return vendor.casefold() in {v.casefold() for v in self.fp4_units}
 
 
 def bits_per_weight_format(name: str) -> Precision | None:
