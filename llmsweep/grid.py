@@ -270,14 +270,34 @@ def auto_precision(catalog: Catalog, model: str, named: Mapping[str, str]) -> st
     return named.get(model) or catalog.model(model).default_precision or "bf16"
 
 
+def weight_formats(catalog: Catalog, axes: Axes) -> list[tuple[str, str, str, str | None]]:
+    """(gpu, model, precision, note) of the grid: `auto` resolved per model (auto_precision), `fp4`
+    per GPU (Catalog.fp4_format: nvfp4 on NVIDIA, mxfp4 on AMD), with a note saying so. A format
+    two spellings name on one GPU (fp4 and mxfp4 on an AMD GPU) is listed once, with the note."""
+    found: dict[tuple[str, str, str], str | None] = {}
+    for g, m, asked in product(*(dict.fromkeys(x) for x in (axes.gpu, axes.model, axes.precision))):
+        r = catalog.weight_format(auto_precision(catalog, m, axes.named_precision) if asked == AUTO else asked, g)
+        found[(g, m, r.id)] = found.get((g, m, r.id)) or r.note
+    return [(*key, note) for key, note in found.items()]
+
+
 def model_precisions(catalog: Catalog, axes: Axes) -> list[tuple[str, str]]:
-    """(model, precision) pairs of the grid, `auto` resolved per model (pairs listed once)."""
-    pairs = (
-        (m, auto_precision(catalog, m, axes.named_precision) if p == AUTO else p)
-        for m in dict.fromkeys(axes.model)
-        for p in dict.fromkeys(axes.precision)
+    """(model, precision) pairs of the grid, `auto` resolved per model and `fp4` per GPU (pairs
+    listed once)."""
+    return list(dict.fromkeys((m, p) for _, m, p, _ in weight_formats(catalog, axes)))
+
+
+def format_table(formats: Sequence[tuple[str, str, str, str | None]]) -> pl.LazyFrame:
+    """gpu x model -> the weight formats of the grid (weight_formats), with the note of a resolved `fp4`."""
+    return pl.LazyFrame(
+        {k: [f[i] for f in formats] for i, k in enumerate(("gpu", "model", "precision", "format_note"))},
+        schema={
+            "gpu": SCHEMA["gpu"],
+            "model": SCHEMA["model"],
+            "precision": SCHEMA["precision"],
+            "format_note": pl.String,
+        },
     )
-    return list(dict.fromkeys(pairs))
 
 
 def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[str]) -> pl.LazyFrame:
@@ -507,17 +527,20 @@ def grid_parts(
     exclude: Sequence[dict[str, Sequence]] = (),
     contexts: Sequence[int] | None = None,
 ) -> GridParts:
-    pairs = model_precisions(catalog, axes)
+    formats = weight_formats(catalog, axes)
+    pairs = list(dict.fromkeys((m, p) for _, m, p, _ in formats))
     precisions = [p for _, p in pairs]
     rates = precision_table(catalog, axes.gpu, precisions)
     engines = resolved_engines(catalog, axes.gpu, axes.engine)
     kv = kv_table(catalog, engines, axes.model, precisions, axes.kv_precision)
     by_model = checkpoint_table(catalog, pairs)
     left = {"how": "left", "maintain_order": "left"}
+    inner = {"how": "inner", "maintain_order": "left_right"}
     hardware = (
         gpu_table(catalog, axes.gpu, profile, axes.engine)
         .join(model_table(catalog, axes.model), **_CROSS)
-        .join(by_model, on="model", how="inner", maintain_order="left_right")
+        .join(format_table(formats), on=["gpu", "model"], **inner)
+        .join(by_model, on=["model", "precision"], **inner)
         .join(_axis("kv_precision", dict.fromkeys(axes.kv_precision)), **_CROSS)
     )
 
@@ -532,6 +555,13 @@ def grid_parts(
             )
             .join(rates, on=["gpu", "precision"], **left)
             .join(kv, on=["engine", "model", "precision", "kv_precision"], **left)
+            .with_columns(  # a resolved `fp4` is said first, then any compute-dtype fallback
+                notes=pl.when(pl.col("format_note").is_null())
+                .then(pl.col("notes"))
+                .otherwise(pl.concat_str("format_note", "notes", separator="; ", ignore_nulls=True))
+                .cast(SCHEMA["notes"])
+            )
+            .drop("format_note")
             .with_columns(
                 mode=pl.lit("aggregated", SCHEMA["mode"]),
                 **{n: pl.lit(None, SCHEMA[n]) for n in POOL_COLUMNS},

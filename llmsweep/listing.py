@@ -7,6 +7,7 @@ import io
 import json
 
 from llmsweep.catalog import load_catalog
+from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4
 from llmsweep.present import table
 
 
@@ -68,6 +69,20 @@ def _precision_rows(cat) -> list[dict]:
     ]
 
 
+def _fp4_entry(cat) -> dict:
+    """`llmsweep precisions fp4`: no one format, each GPU vendor's own (Catalog.fp4_format)."""
+    return {
+        "id": GENERIC_FP4,
+        "name": "FP4, each GPU vendor's own format",
+        "formats": {vendor: pid for pid, p in cat.precisions.items() for vendor in p.fp4_of},
+        "otherwise": FP4_FALLBACK,
+        "notes": (
+            f"A sweep's weight precision fp4 is resolved per GPU, by its vendor; {FP4_FALLBACK} on other GPUs "
+            f"and for a KV cache. Name nvfp4 or mxfp4 for one format on every GPU."
+        ),
+    }
+
+
 def render(kind: str, name: str | None, fmt: str) -> str:
     cat = load_catalog()
     if name:
@@ -104,7 +119,11 @@ def render(kind: str, name: str | None, fmt: str) -> str:
             }
         else:
             rid = cat.resolve_precision(name).id
-            entry = {"id": rid, **cat.precision(rid).model_dump(exclude_none=True)}
+            entry = (
+                _fp4_entry(cat)
+                if rid == GENERIC_FP4
+                else {"id": rid, **cat.precision(rid).model_dump(exclude_none=True)}
+            )
         if fmt == "table":
             import yaml
 

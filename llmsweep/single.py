@@ -283,9 +283,13 @@ def estimate_one(
     g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
     catalog.model(m.id)  # reads and validates a config.json before any frame work
     named = {m.id: m.precision} if m.precision else {}
-    # no precision given: `auto`, the model's own format (grid.auto_precision)
+    # no precision given: `auto`, the model's own format (grid.auto_precision); `fp4` is the GPU
+    # vendor's FP4 format, resolved by the grid, whose row notes say which (Catalog.fp4_format)
     p = catalog.resolve_precision(precision or auto_precision(catalog, m.id, named))
-    kv = "auto" if kv_precision.strip().lower() == "auto" else catalog.resolve_precision(kv_precision).id
+    weights = catalog.weight_format(p.id, g.id).id
+    kv = "auto"
+    if kv_precision.strip().lower() != "auto":  # a cache's `fp4` is not resolved per GPU, as in a sweep
+        kv = catalog.weight_format(catalog.resolve_precision(kv_precision).id, None).id
     prof = catalog.profile(profile)
     pools = {
         "prefill_workers": prefill_workers,
@@ -327,8 +331,8 @@ def estimate_one(
     estimated = grid_parts(catalog, axes, prof).estimate()
     frame = select_exported(add_plan_columns(estimated, prices)).collect()
     overridden = (
-        f"precision {p.id} as given, not the {m.precision} the model name says"
-        if precision and m.precision and p.id != m.precision
+        f"precision {weights} as given, not the {m.precision} the model name says"
+        if precision and m.precision and weights != m.precision
         else None
     )
     most = catalog.model(m.id).architecture.max_context_tokens

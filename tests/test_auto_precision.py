@@ -39,3 +39,53 @@ def test_auto_beside_explicit_precisions_is_listed_once(tmp_path):
         ("meta-llama/Llama-3.1-8B", "bf16"),
         ("meta-llama/Llama-3.1-8B", "fp8"),
     ]
+
+
+def test_fp4_is_each_gpus_vendors_format_in_a_sweep(tmp_path):
+    # `fp4` is resolved per GPU as `auto` is per model: NVFP4 on NVIDIA, MXFP4 on AMD; the sweep says
+    # so once, each row in its notes; nvfp4 and mxfp4 named are themselves
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: fp4\ngrid:\n  gpu: [b200, h100-sxm, mi355x]\n  model: [deepseek-r1]\n"
+        "  precision: [fp4, nvfp4, mxfp4]\n  tp: [8]\n"
+    )
+    sweep = load(path)
+    assert "grid.precision fp4 is each GPU vendor's FP4 format: nvfp4 on b200, h100-sxm; mxfp4 on mi355x" in sweep.notes
+    frame = pipeline.compute(sweep).collect().with_columns(pl.col("gpu", "precision", "notes").cast(pl.String))
+    assert frame.select("gpu", "precision").rows() == [
+        ("b200", "nvfp4"),  # fp4, and nvfp4 named
+        ("b200", "mxfp4"),
+        ("h100-sxm", "nvfp4"),
+        ("h100-sxm", "mxfp4"),
+        ("mi355x", "mxfp4"),  # fp4, and mxfp4 named
+        ("mi355x", "nvfp4"),
+    ]
+    notes = dict(zip(frame["gpu"] + " " + frame["precision"], frame["notes"], strict=True))
+    assert notes["b200 nvfp4"] == "fp4 on b200 is nvfp4, NVIDIA's FP4 format"
+    assert notes["mi355x mxfp4"] == "fp4 on mi355x is mxfp4, AMD's FP4 format"
+    assert notes["b200 mxfp4"] is None
+
+
+def test_a_kv_cache_in_fp4_is_nvfp4_on_every_gpu(tmp_path):
+    # the KV-cache axis is not resolved per GPU: fp4 there keeps its old meaning, and the sweep says so
+    path = tmp_path / "s.yaml"
+    path.write_text("name: kv\ngrid:\n  gpu: [b200, mi355x]\n  model: [llama-3.1-8b]\n  kv_precision: [fp4]\n")
+    sweep = load(path)
+    assert sweep.axes.kv_precision == ["nvfp4"]
+    assert "grid.kv_precision 'fp4' is nvfp4: the KV-cache axis is not resolved per GPU" in sweep.notes
+
+
+def test_exclude_rules_see_fp4_per_gpu(tmp_path):
+    # fp4 is nvfp4 on b200 and mxfp4 on mi355x: a rule on mxfp4 on b200 matches no row, and says so
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\ngrid:\n  gpu: [b200, mi355x]\n  model: [deepseek-r1]\n  precision: [fp4]\n  tp: [8]\n"
+        "exclude:\n  - {gpu: b200, precision: mxfp4}\n  - {gpu: mi355x, precision: mxfp4}\n"
+    )
+    sweep = load(path)
+    assert (
+        f"{path}:8: exclude[0]: no configuration of the grid has all of this rule's values together, so it drops "
+        "nothing (gpu: b200, precision: mxfp4)"
+    ) in sweep.notes
+    frame = pipeline.compute(sweep).collect().with_columns(pl.col("gpu", "precision").cast(pl.String))
+    assert frame.select("gpu", "precision").rows() == [("b200", "nvfp4")]

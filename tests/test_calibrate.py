@@ -229,3 +229,27 @@ def test_a_failed_fit_writes_nothing(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["calibrate", str(DATA / "measured-dev.csv"), "--fit", "-o", str(out)])
     assert r.exit_code == 1 and "fit failed" in r.output
     assert not out.exists()  # the comparison is not written either: all or nothing
+
+
+def test_a_measured_fp4_row_is_its_gpus_vendors_format(catalog, tmp_path):
+    # weight_precision fp4 is NVFP4 on NVIDIA (InferenceX's B300 and H100 rows: unchanged) and MXFP4 on
+    # AMD; nvfp4 named stays nvfp4 on any GPU; a KV cache's fp4 is nvfp4 (not resolved per GPU)
+    head = (
+        "id,source,gpu,tp,pp,model,weight_precision,kv_precision,framework,batch,input_len,output_len,metric,value,unit"
+    )
+    rows = [
+        "a,s,B300 SXM,8,1,deepseek-ai/DeepSeek-R1,fp4,,vllm,1,1024,1,ttft_ms,100,ms",
+        "b,s,H100 SXM,8,1,deepseek-ai/DeepSeek-R1,fp4,,vllm,1,1024,1,ttft_ms,100,ms",
+        "c,s,MI355X,8,1,deepseek-ai/DeepSeek-R1,fp4,fp4,vllm,1,1024,1,ttft_ms,100,ms",
+        "d,s,MI355X,8,1,deepseek-ai/DeepSeek-R1,nvfp4,,vllm,1,1024,1,ttft_ms,100,ms",
+    ]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join([head, *rows]) + "\n")
+    measured, skipped = cal.read_measurements(path, catalog)
+    assert skipped == []
+    assert [(m.gpu, m.precision, m.kv_precision) for m in measured] == [
+        ("b300", "nvfp4", "auto"),
+        ("h100-sxm", "nvfp4", "auto"),
+        ("mi355x", "mxfp4", "nvfp4"),
+        ("mi355x", "nvfp4", "auto"),
+    ]

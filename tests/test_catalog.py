@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -157,6 +158,35 @@ def test_older_models_people_benchmark_are_present(catalog):
 def test_precisions(catalog, name, bits, compute):
     p = catalog.precision(catalog.resolve_precision(name).id)
     assert (p.bits_per_weight, p.compute_dtype) == (bits, compute)
+
+
+def test_fp4_names_each_gpu_vendors_format(catalog):
+    # `fp4` is no one format: resolve_precision keeps it, fp4_format picks the GPU vendor's
+    assert catalog.resolve_precision("FP4").id == "fp4"
+    assert [catalog.fp4_format(g).id for g in ("b200", "gb300", "h100-sxm", "mi355x", "mi300x")] == [
+        "nvfp4",
+        "nvfp4",
+        "nvfp4",
+        "mxfp4",
+        "mxfp4",
+    ]
+    assert catalog.fp4_format("mi355x").note == "fp4 on mi355x is mxfp4, AMD's FP4 format"
+    # no format of the vendor's own, or no GPU (the KV-cache axis): nvfp4, as before
+    assert (
+        catalog.fp4_format("m2-ultra").note
+        == "fp4 on m2-ultra is nvfp4 (Apple has no FP4 format of its own; NVIDIA's assumed)"
+    )
+    assert (catalog.fp4_format(None).id, catalog.fp4_format(None).note) == ("nvfp4", None)
+    # the explicit names are themselves
+    assert [catalog.weight_format(p, "mi355x").id for p in ("nvfp4", "mxfp4", "fp8")] == ["nvfp4", "mxfp4", "fp8"]
+    assert catalog.resolve_precision("nvfp4-w4a4").id == "nvfp4" and catalog.resolve_precision("MX-FP4").id == "mxfp4"
+
+
+def test_cli_precisions_fp4_lists_each_vendors_format():
+    from llmsweep.listing import render
+
+    shown = json.loads(render("precision", "fp4", "json"))
+    assert (shown["id"], shown["formats"], shown["otherwise"]) == ("fp4", {"NVIDIA": "nvfp4", "AMD": "mxfp4"}, "nvfp4")
 
 
 @pytest.mark.parametrize(

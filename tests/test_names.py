@@ -278,6 +278,19 @@ def test_cli_estimate_precision_given_wins_and_is_said():
     assert "note: precision bf16 as given, not the fp8 the model name says" in r.stderr
 
 
+@pytest.mark.parametrize(("gpu", "vendor", "fp4"), [("mi355x", "AMD", "mxfp4"), ("b200", "NVIDIA", "nvfp4")])
+def test_cli_estimate_fp4_is_the_gpus_vendors_format(gpu, vendor, fp4):
+    # --precision fp4 on MI355X is MXFP4 (AMD's FP4 format); the model name's -FP4 is NVIDIA's
+    # checkpoint, NVFP4, so fp4 given overrides it on AMD and is it on NVIDIA
+    args = ["--model", "nvidia/DeepSeek-R1-FP4", "--precision", "FP4", "--tp", "8", "--format", "json"]
+    r = invoke("estimate", "--gpu", gpu, *args)
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)
+    assert (row["precision"], row["notes"]) == (fp4, f"fp4 on {gpu} is {fp4}, {vendor}'s FP4 format")
+    overridden = "note: precision mxfp4 as given, not the nvfp4 the model name says"
+    assert (overridden in r.stderr) == (vendor == "AMD")
+
+
 def test_cli_estimate_ambiguous_and_unknown_names_exit_1():
     r = invoke("estimate", "--gpu", "A100 20GB", "--model", "llama-3.1-8b")
     assert r.exit_code == 1

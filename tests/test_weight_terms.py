@@ -281,7 +281,7 @@ def test_unconverted_params_of_the_reference_checkpoints(catalog):
     assert (a.dense_mlp_params, a.shared_expert_params) == (3 * 7_168 * 18_432, 60 * 3 * 7_168 * 2_048)
 
 
-# -- 5. FP4 units take their vendor's format: NVFP4 on AMD CDNA 4 is weight-only ----------------
+# -- 5. FP4 is each GPU vendor's format: NVFP4 on NVIDIA, MXFP4 on AMD ----------------------------
 
 # DeepSeek-R1 (the catalog's config.json): P = 671,026,419,200, V = 129,280, d = 7,168, untied: the
 # embedding table and the LM head V d = 926,679,040 parameters each, kept at 16 bits (1,853,358,080
@@ -295,6 +295,32 @@ def test_deepseek_r1_in_mxfp4_and_nvfp4():
     assert VD_R1 == 926_679_040 and P_R1 - 2 * VD_R1 == 669_173_061_120
     assert (P_R1 - 2 * VD_R1) * 4.25 / 8 + 2 * VD_R1 * 2 == 355_498_188_720 + 3_706_716_160 == R1_MXFP4
     assert (P_R1 - 2 * VD_R1) * 4.5 / 8 + 2 * VD_R1 * 2 == 376_409_846_880 + 3_706_716_160 == R1_NVFP4
+
+
+@pytest.mark.parametrize(
+    ("gpu", "vendor", "precision", "weight_bytes", "fp4_rate"),
+    [
+        # AMD CDNA 4: OCP MXFP4 (one e8m0 scale per 32 values, 4.25 bits), at the FP4 rate
+        ("mi355x", "AMD", "mxfp4", R1_MXFP4, 10_100e12),
+        ("mi350x", "AMD", "mxfp4", R1_MXFP4, 9_230e12),
+        # NVIDIA Blackwell: NVFP4 (one e4m3 scale per 16 values, 4.5 bits)
+        ("b200", "NVIDIA", "nvfp4", R1_NVFP4, 9_000e12),
+        ("b300", "NVIDIA", "nvfp4", R1_NVFP4, 14_000e12),
+    ],
+)
+def test_fp4_is_the_gpu_vendors_fp4_format(gpu, vendor, precision, weight_bytes, fp4_rate):
+    row = estimate_row(gpu=gpu, model=R1, precision="fp4", tp=8)
+    assert row["precision"] == precision
+    assert row["model_weight_bytes"] == weight_bytes
+    assert row["weight_bytes"] == weight_bytes / 8  # tp 8, every layer split 8 ways
+    assert (row["compute_dtype"], row["peak_flops_per_s"]) == ("fp4", fp4_rate)
+    assert row["notes"] == f"fp4 on {gpu} is {precision}, {vendor}'s FP4 format"
+
+
+@pytest.mark.parametrize("gpu", ["b200", "mi355x", "h100-sxm", "mi300x"])
+def test_nvfp4_and_mxfp4_named_are_themselves_on_every_gpu(gpu):
+    rows = estimate_rows(gpu=gpu, model=R1, precision=["nvfp4", "mxfp4"], tp=8)
+    assert [(r["precision"], r["model_weight_bytes"]) for r in rows] == [("nvfp4", R1_NVFP4), ("mxfp4", R1_MXFP4)]
 
 
 def test_nvfp4_on_amd_cdna4_is_weight_only():
@@ -314,3 +340,28 @@ def test_nvfp4_on_amd_cdna4_is_weight_only():
     # Blackwell's tensor cores take both (PTX ISA .kind::mxf4nvf4): MXFP4 keeps B200's FP4 rate
     row = estimate_row(gpu="b200", model=R1, precision="mxfp4", tp=8)
     assert (row["compute_dtype"], row["peak_flops_per_s"], row["notes"]) == ("fp4", 9_000e12, None)
+
+
+def test_fp4_beside_its_own_format_is_one_row():
+    # fp4 on MI355X is mxfp4: listed beside mxfp4, one row, which says so; beside nvfp4, two rows
+    rows = estimate_rows(gpu=["b200", "mi355x"], model=R1, precision=["mxfp4", "fp4"], tp=8)
+    assert [(r["gpu"], r["precision"], r["notes"]) for r in rows] == [
+        ("b200", "mxfp4", None),
+        ("b200", "nvfp4", "fp4 on b200 is nvfp4, NVIDIA's FP4 format"),
+        ("mi355x", "mxfp4", "fp4 on mi355x is mxfp4, AMD's FP4 format"),
+    ]
+
+
+def test_fp4_on_gpus_without_fp4_units_is_the_vendors_format_weight_only():
+    # H100 (NVIDIA) and MI300X (AMD) have no FP4 units: the vendor's format, run weight-only at bf16;
+    # a Mac (Apple has no FP4 format of its own) keeps nvfp4, what fp4 meant before
+    h100, mi300x, mac = estimate_rows(gpu=["h100-sxm", "mi300x", "m2-ultra"], model=GPT_OSS, precision="fp4")
+    assert (h100["precision"], h100["compute_dtype"]) == ("nvfp4", "bf16")
+    assert h100["notes"] == (
+        "fp4 on h100-sxm is nvfp4, NVIDIA's FP4 format; "
+        "h100-sxm has no published fp4 rate; nvfp4 runs weight-only: matmuls use its bf16 rate"
+    )
+    assert (mi300x["precision"], mi300x["compute_dtype"]) == ("mxfp4", "bf16")
+    assert mi300x["notes"].startswith("fp4 on mi300x is mxfp4, AMD's FP4 format; mi300x has no published fp4 rate")
+    assert mac["precision"] == "nvfp4"
+    assert mac["notes"].startswith("fp4 on m2-ultra is nvfp4 (Apple has no FP4 format of its own; NVIDIA's assumed)")

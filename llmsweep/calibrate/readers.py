@@ -281,7 +281,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     if precision in ("", "unknown"):
         raise RowError("weight precision not stated")
     kv = _text(row, "kv_precision")
-    kv = "auto" if kv in ("", "unknown") else names("precision", kv)
+    kv = "auto" if kv in ("", "unknown") else names.catalog.weight_format(names("precision", kv), None).id
     batch: int | str = _int(row, "batch", minimum=1, maximum=MAX_BATCH) if _text(row, "batch") else MAX
     if batch == MAX:
         notes.append("batch not stated: the largest that fits")
@@ -299,12 +299,14 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         notes.append(f"framework {framework!r} names no engine llmsweep knows: the profile's shared values (generic)")
     if not front_end:
         notes.append("timed by an offline harness: no serving front end, no request_overhead_s before the first token")
+    gpu_id, model_id = names("gpu", gpu), names("model", model)
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
-        gpu=names("gpu", gpu),
-        model=names("model", model),
-        precision=names("precision", precision),
+        gpu=gpu_id,
+        model=model_id,
+        # `fp4` is the GPU vendor's FP4 format (Catalog.fp4_format): nvfp4 on the NVIDIA rows
+        precision=names.catalog.weight_format(names("precision", precision), gpu_id).id,
         kv_precision=kv,
         **(pools or {"tp": _int(row, "tp", 1, minimum=1, maximum=MAX_GPUS)}),
         **({} if pools else {"pp": _int(row, "pp", 1, minimum=1, maximum=MAX_GPUS)}),

@@ -17,8 +17,16 @@ from llmsweep.catalog.architecture import load_config_file
 from llmsweep.catalog.engines import resolve_engine
 from llmsweep.catalog.gpus import Gpu
 from llmsweep.catalog.models import ModelEntry
-from llmsweep.catalog.names import AmbiguousNameError, GpuIndex, ModelIndex, ModelMatch, NameIndex, Resolved
-from llmsweep.catalog.precisions import Precision, bits_per_weight_format
+from llmsweep.catalog.names import (
+    AmbiguousNameError,
+    GpuIndex,
+    ModelIndex,
+    ModelMatch,
+    NameIndex,
+    Resolved,
+    normalize,
+)
+from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format
 from llmsweep.catalog.profiles import Profile
 from llmsweep.errors import CatalogError, LlmsweepError, SpecError, UnknownNameError, did_you_mean
 from llmsweep.yamlfile import load_yaml
@@ -94,14 +102,40 @@ class Catalog:
         return Resolved(resolve_engine(name))
 
     def resolve_precision(self, name: str) -> Resolved:
+        """A precision id or alias, or `<N>bpw`. `fp4` stays `fp4` (GENERIC_FP4): each GPU's vendor
+        has its own FP4 format, so it is resolved per GPU (weight_format)."""
         if bits_per_weight_format(name):
             return Resolved(name.strip().lower().replace(" ", ""))
+        if normalize(name) == GENERIC_FP4:
+            return Resolved(GENERIC_FP4)
         try:
             return self._index("precision").resolve(name)
         except UnknownNameError as e:
             raise UnknownNameError(
                 "precision", name, e.suggestions, "`llmsweep precisions` lists them; any '<N>bpw' also works"
             ) from None
+
+    def fp4_format(self, gid: str | None) -> Resolved:
+        """What a generic `fp4` means on GPU `gid`: the FP4 format of the GPU's vendor, the precision
+        whose `fp4_of` names it (NVIDIA: nvfp4, e4m3 scales per 16 values, NVIDIA's Blackwell format
+        and its FP4 checkpoints'; AMD: mxfp4, OCP MX e8m0 scales per 32 values, what CDNA 4's FP4
+        units take and AMD's MI355X checkpoints use, e.g. amd/DeepSeek-R1-0528-MXFP4; sources in
+        precisions.yaml). A vendor without a format of its own, a GPU naming no vendor, and no GPU
+        (gid None: the KV-cache axis) get FP4_FALLBACK, nvfp4. The note says which, for the row."""
+        vendor = self.gpu(gid).vendor if gid is not None else None
+        if vendor:
+            for pid, p in self.precisions.items():
+                if vendor.casefold() in {v.casefold() for v in p.fp4_of}:
+                    return Resolved(pid, f"fp4 on {gid} is {pid}, {vendor}'s FP4 format")
+        if gid is None:
+            return Resolved(FP4_FALLBACK)
+        whose = f"{vendor} has no FP4 format of its own" if vendor else f"{gid} names no vendor"
+        return Resolved(FP4_FALLBACK, f"fp4 on {gid} is {FP4_FALLBACK} ({whose}; NVIDIA's assumed)")
+
+    def weight_format(self, pid: str, gid: str | None) -> Resolved:
+        """The format precision id `pid` (from resolve_precision) is on GPU `gid`: `fp4` per GPU
+        (fp4_format; gid None: a KV cache's, not resolved per GPU), any other id itself."""
+        return self.fp4_format(gid) if pid == GENERIC_FP4 else Resolved(pid)
 
     # -- lookups by resolved id --------------------------------------------------------------
     def gpu(self, gid: str) -> Gpu:

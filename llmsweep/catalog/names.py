@@ -268,7 +268,9 @@ class GpuIndex(NameIndex):
 QUANT_STRONG = {
     "fp8": "fp8",
     "nvfp4": "nvfp4",
-    "fp4": "nvfp4",  # NVIDIA's `-FP4` checkpoints are NVFP4; precisions.yaml aliases fp4 -> nvfp4 too
+    # a name's `-FP4` is a checkpoint's format, not a GPU's: NVIDIA's `-FP4` checkpoints are NVFP4
+    # (AMD names its MXFP4 ones `-MXFP4`); a sweep's precision `fp4` is per GPU (Catalog.fp4_format)
+    "fp4": "nvfp4",
     "mxfp4": "mxfp4",
     "int4": "int4",
     "4bit": "int4",

@@ -7,6 +7,13 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 BPW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*bpw\s*$", re.IGNORECASE)
+# `fp4` names no one format: each GPU vendor has its own 4-bit float format (a precision's
+# `fp4_of`), so a sweep's `fp4` is resolved per GPU (Catalog.fp4_format), as `auto` is per model.
+GENERIC_FP4 = "fp4"
+# `fp4` where no vendor's format applies: on a GPU of a vendor without one in the catalog (Intel,
+# Apple), on a sweep's GPU that names no vendor, and on the KV-cache axis (not resolved per GPU).
+# NVFP4, what `fp4` meant before it was resolved per vendor.
+FP4_FALLBACK = "nvfp4"
 
 
 class Precision(BaseModel):
@@ -26,6 +33,9 @@ class Precision(BaseModel):
     compute_dtype: str
     activation_dtype: str
     aliases: list[str] = []
+    fp4_of: list[str] = Field(
+        [], description="GPU vendors whose FP4 format this is: a sweep's `fp4` means it on their GPUs."
+    )
     fp4_units: list[str] | None = Field(
         None,
         description=(

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any
 
+from llmsweep.catalog.precisions import GENERIC_FP4
 from llmsweep.columns import POOL_COLUMNS
 from llmsweep.errors import LlmsweepError, did_you_mean
-from llmsweep.grid import MAX, Axes, model_precisions, resolved_engines
+from llmsweep.grid import MAX, Axes, resolved_engines, weight_formats
 from llmsweep.spec.models import AXES
 from llmsweep.spec.resolve import _Resolver
 from llmsweep.spec.serving import METHODS, MODES
@@ -98,9 +99,19 @@ def _value(r: _Resolver, at: KeyPath, key: str, v: Any) -> Any:
             return "auto"
         else:
             try:
-                return getattr(r.catalog, f"resolve_{kind}")(v).id
+                rid = getattr(r.catalog, f"resolve_{kind}")(v).id
             except LlmsweepError as e:
                 r.fail(at, str(e))
+                return None
+            if rid != GENERIC_FP4:
+                return rid
+            if key == "kv_precision":  # as the grid reads it: the KV-cache axis is not resolved per GPU
+                return r.catalog.fp4_format(None).id
+            r.fail(
+                at,
+                "exclude rules name a weight format (nvfp4, mxfp4), not fp4, which is each GPU vendor's own "
+                "(nvfp4 on NVIDIA, mxfp4 on AMD)",
+            )
         return None
     if key in ("mode", "speculative"):
         choices = MODES if key == "mode" else METHODS
@@ -130,9 +141,9 @@ def _value(r: _Resolver, at: KeyPath, key: str, v: Any) -> Any:
 
 class _GridValues:
     """The values the grid's rows hold, per axis a rule may name. Some axes vary together: a GPU's
-    engine (`auto` is the GPU's own), a model's precision (`auto` is the model's own), the lengths
-    (a `context` axis pairs inputs with outputs) and the serving mode with its pools (an aggregated
-    row has none); `rows` takes each such block whole."""
+    engine (`auto` is the GPU's own) and a model's precision on it (`auto` is the model's own, `fp4`
+    the GPU vendor's), the lengths (a `context` axis pairs inputs with outputs) and the serving mode
+    with its pools (an aggregated row has none); `rows` takes each such block whole."""
 
     def __init__(self, r: _Resolver, axes: Axes, contexts: Sequence[int] | None):
         self.axes = axes
@@ -141,11 +152,12 @@ class _GridValues:
             for i, o in product(axes.input_tokens, axes.output_tokens)
             if contexts is None or i + o in contexts
         ]
+        engines = [(g, resolved_engines(r.catalog, [g], [e])[0]) for g, e in product(axes.gpu, axes.engine)]
+        formats = weight_formats(r.catalog, axes)
         self.blocks: dict[tuple[str, ...], list[tuple]] = {
-            ("gpu", "engine"): [
-                (g, resolved_engines(r.catalog, [g], [e])[0]) for g, e in product(axes.gpu, axes.engine)
+            ("gpu", "engine", "model", "precision"): [
+                (g, e, m, p) for g, e in engines for on, m, p, _ in formats if on == g
             ],
-            ("model", "precision"): model_precisions(r.catalog, axes),
             ("input_tokens", "output_tokens", "context"): lengths,
         }
         # worker counts the sweep leaves to the plan (plan/inputs.searched_axes): the plan tries others

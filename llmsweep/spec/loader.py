@@ -11,12 +11,20 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from llmsweep.catalog import Catalog, Profile, load_catalog
+from llmsweep.catalog.precisions import GENERIC_FP4
 from llmsweep.errors import LlmsweepError, Problem, SpecError, suggestion_budget
 from llmsweep.grid import Axes
 from llmsweep.spec.exclude import resolve_exclusions
 from llmsweep.spec.models import SweepSpec
 from llmsweep.spec.problems import _dedupe, _precheck_names, _pydantic_problems
-from llmsweep.spec.resolve import _check_costs, _check_rank_by, _check_slo, _check_workload_lengths, _Resolver
+from llmsweep.spec.resolve import (
+    _check_costs,
+    _check_rank_by,
+    _check_slo,
+    _check_workload_lengths,
+    _Resolver,
+    fp4_note,
+)
 from llmsweep.spec.serving import check_speculation, serving_axes
 from llmsweep.yamlfile import load_yaml
 
@@ -86,6 +94,8 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     models = r.names("model", g.model, "model")
     precisions = r.names("precision", g.precision, "precision")
     kv = r.names("kv_precision", g.kv_precision, "precision")
+    if GENERIC_FP4 in precisions:  # said once here, and on each row (grid.weight_formats)
+        r.notes.append(fp4_note(r.catalog, gpus))
     outputs = r.numbers("output_tokens", g.output_tokens)
     if g.context is not None:
         contexts = r.numbers("context", g.context)

@@ -16,6 +16,7 @@ from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
 from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize, parse_gpu
+from llmsweep.catalog.precisions import GENERIC_FP4
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
 from llmsweep.spec.models import EVERY_GPU, CostSpec, SweepSpec
 from llmsweep.spec.problems import _pydantic_problems
@@ -208,6 +209,9 @@ class _Resolver:
                         self.fail(("grid", axis, i), str(e))
                     continue
                 rid = r.id
+                if axis == "kv_precision" and rid == GENERIC_FP4:  # a cache's format is not resolved per GPU
+                    rid = self.catalog.fp4_format(None).id
+                    self.notes.append(f"grid.kv_precision {name!r} is {rid}: the KV-cache axis is not resolved per GPU")
                 if r.note:
                     self.notes.append(r.note)
                 if getattr(r, "precision", None):  # a model name that states its format (…-FP8)
@@ -235,6 +239,16 @@ class _Resolver:
             first[v] = i
             out.append(v)
         return out
+
+
+def fp4_note(catalog: Catalog, gpus: Sequence[str]) -> str:
+    """The sweep's note for a generic `fp4` weight precision: which format it is on the grid's GPUs
+    ('grid.precision fp4 is each GPU vendor's FP4 format: nvfp4 on b200, h100-sxm; mxfp4 on mi355x')."""
+    on: dict[str, list[str]] = {}
+    for gid in gpus:
+        on.setdefault(catalog.fp4_format(gid).id, []).append(gid)
+    each = "; ".join(f"{pid} on {', '.join(ids)}" for pid, ids in on.items())
+    return f"grid.precision fp4 is each GPU vendor's FP4 format: {each}"
 
 
 def _check_costs(r: _Resolver, spec: SweepSpec, grid_gpus: Sequence[str] | None) -> None:
