@@ -70,7 +70,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             "generic); the `auto` default is vllm on data-centre GPUs, llama.cpp on desktop GPUs and Macs.",
         ),
         ("model", S, "", "Model", "Model id: the Hugging Face id of its architecture."),
-        ("precision", S, "", "Weights", "Weight format (e.g. bf16, fp8, int4, q4_k_m, 4.0bpw)."),
+        (
+            "precision",
+            S,
+            "",
+            "Weights",
+            "Weight format (e.g. bf16, fp8, int4, q4_k_m, 4.0bpw); `auto` and `fp4` resolved (fp4: nvfp4 on "
+            "NVIDIA, mxfp4 on AMD; notes says so).",
+        ),
         (
             "kv_precision",
             S,

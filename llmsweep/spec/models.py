@@ -61,7 +61,8 @@ class GridSpec(_Strict):
     precision: _axis(  # type: ignore[valid-type]
         str,
         "Weight formats (see `llmsweep precisions`; any '<N>bpw'); auto = each model's own: the format its name "
-        "states (-FP8, -AWQ, -NVFP4), else its checkpoint's, else bf16.",
+        "states (-FP8, -AWQ, -NVFP4), else its checkpoint's, else bf16; fp4 = each GPU vendor's FP4 format "
+        "(nvfp4 on NVIDIA, mxfp4 on AMD).",
         ["auto"],
     )
     kv_precision: _axis(
