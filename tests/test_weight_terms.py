@@ -306,6 +306,8 @@ def test_deepseek_r1_in_mxfp4_and_nvfp4():
         # NVIDIA Blackwell: NVFP4 (one e4m3 scale per 16 values, 4.5 bits)
         ("b200", "NVIDIA", "nvfp4", R1_NVFP4, 9_000e12),
         ("b300", "NVIDIA", "nvfp4", R1_NVFP4, 14_000e12),
+        # DGX Spark's vendor reads 'NVIDIA (with MediaTek)': NVIDIA's, at GB10's fp4 500 TFLOP/s
+        ("dgx-spark", "NVIDIA", "nvfp4", R1_NVFP4, 500e12),
     ],
 )
 def test_fp4_is_the_gpu_vendors_fp4_format(gpu, vendor, precision, weight_bytes, fp4_rate):
@@ -337,9 +339,11 @@ def test_nvfp4_on_amd_cdna4_is_weight_only():
         nvfp4["notes"] == "mi355x's FP4 units take mxfp4, not nvfp4; nvfp4 runs weight-only: matmuls use its bf16 rate"
     )
     assert (mxfp4["compute_dtype"], mxfp4["peak_flops_per_s"], mxfp4["notes"]) == ("fp4", 10_100e12, None)
-    # Blackwell's tensor cores take both (PTX ISA .kind::mxf4nvf4): MXFP4 keeps B200's FP4 rate
-    row = estimate_row(gpu="b200", model=R1, precision="mxfp4", tp=8)
-    assert (row["compute_dtype"], row["peak_flops_per_s"], row["notes"]) == ("fp4", 9_000e12, None)
+    # Blackwell's tensor cores take both (PTX ISA .kind::mxf4nvf4): MXFP4 keeps B200's FP4 rate, and
+    # GB10's (DGX Spark, vendor 'NVIDIA (with MediaTek)')
+    b200, spark = estimate_rows(gpu=["b200", "dgx-spark"], model=GPT_OSS, precision="mxfp4")
+    assert (b200["compute_dtype"], b200["peak_flops_per_s"], b200["notes"]) == ("fp4", 9_000e12, None)
+    assert (spark["compute_dtype"], spark["peak_flops_per_s"], spark["notes"]) == ("fp4", 500e12, None)
 
 
 def test_fp4_beside_its_own_format_is_one_row():

@@ -26,7 +26,7 @@ from llmsweep.catalog.names import (
     Resolved,
     normalize,
 )
-from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format
+from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format, vendor_in
 from llmsweep.catalog.profiles import Profile
 from llmsweep.errors import CatalogError, LlmsweepError, SpecError, UnknownNameError, did_you_mean
 from llmsweep.yamlfile import load_yaml
@@ -125,8 +125,8 @@ class Catalog:
         vendor = self.gpu(gid).vendor if gid is not None else None
         if vendor:
             for pid, p in self.precisions.items():
-                if vendor.casefold() in {v.casefold() for v in p.fp4_of}:
-                    return Resolved(pid, f"fp4 on {gid} is {pid}, {vendor}'s FP4 format")
+                if whose := vendor_in(vendor, p.fp4_of):
+                    return Resolved(pid, f"fp4 on {gid} is {pid}, {whose}'s FP4 format")
         if gid is None:
             return Resolved(FP4_FALLBACK)
         whose = f"{vendor} has no FP4 format of its own" if vendor else f"{gid} names no vendor"

@@ -68,7 +68,14 @@ class Precision(BaseModel):
         vendor is given the benefit of the doubt, as before vendors were told apart."""
         if self.compute_dtype != "fp4" or self.fp4_units is None or vendor is None:
             return True
-        return vendor.casefold() in {v.casefold() for v in self.fp4_units}
+        return vendor_in(vendor, self.fp4_units) is not None
+
+
+def vendor_in(vendor: str, vendors: list[str]) -> str | None:
+    """The entry of `vendors` that names a GPU's `vendor`, as gpus.yaml writes it, by its first word,
+    case aside ('NVIDIA (with MediaTek)' for DGX Spark is NVIDIA, 'Intel (Habana)' Intel); else None."""
+    first = vendor.split()[0].casefold() if vendor.strip() else ""
+    return next((v for v in vendors if v.casefold() == first), None)
 
 
 def bits_per_weight_format(name: str) -> Precision | None:
