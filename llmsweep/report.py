@@ -176,7 +176,7 @@ def f_layout(o: dict) -> str:
 def f_links(o: dict) -> str:
     """How many servers a replica spans and which link each collective uses (NVLink / Infinity
     Fabric, PCIe, the network), when it is more than NVLink inside one server ('' otherwise):
-    '2 servers per replica · tp NVLink · pp network' (`experts`: the dispatch or the gather
+    '2 servers per replica in one NVLink domain · tp NVLink · pp network' (`experts`: the dispatch or the gather
     across attention-DP groups)."""
     used = {name: o.get(key) for key, name in (("tp_link", "tp"), ("expert_link", "experts"), ("pp_link", "pp"))}
     used = {name: kind for name, kind in used.items() if kind in LINK_KINDS}
@@ -184,7 +184,12 @@ def f_links(o: dict) -> str:
     if servers <= 1 and all(kind == "scale-up" for kind in used.values()):
         return ""
     links = [f"{name} {answers.link_name(kind, o, short=True)}" for name, kind in used.items()]
-    spans = [f"{servers} servers per replica"] if servers > 1 else []
+    # a replica across servers whose every collective runs on the scale-up link (a GB200 NVL72's trays)
+    # needs them in one scale-up domain, which a rental must provide: said (a disaggregated replica's
+    # servers may each hold a worker, joined by the KV transfer alone, and are not)
+    one_domain = o.get("mode") != "disaggregated" and used and all(k == "scale-up" for k in used.values())
+    domain = f" in one {answers.link_name('scale-up', o, short=True)} domain" if one_domain else ""
+    spans = [f"{servers} servers per replica{domain}"] if servers > 1 else []
     return " · ".join(spans + links)
 
 

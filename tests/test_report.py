@@ -730,7 +730,11 @@ def test_links_have_their_vendors_names():
     from llmsweep.report import f_links
 
     mi = {"tp_link": "scale-up", "pp_link": None, "expert_link": None, "servers_per_replica": 2, "gpu_family": "cdna"}
-    assert f_links(mi) == "2 servers per replica · tp Infinity Fabric"
-    assert f_links({**mi, "gpu_family": "blackwell"}) == "2 servers per replica · tp NVLink"
+    assert f_links(mi) == "2 servers per replica in one Infinity Fabric domain · tp Infinity Fabric"
+    assert f_links({**mi, "gpu_family": "blackwell"}) == "2 servers per replica in one NVLink domain · tp NVLink"
+    # servers joined by the network need no shared domain; a disaggregated replica's servers may each
+    # hold a worker, joined by the KV transfer alone
+    assert f_links({**mi, "tp_link": "scale-out"}) == "2 servers per replica · tp network"
+    assert f_links({**mi, "mode": "disaggregated"}) == "2 servers per replica · tp Infinity Fabric"
     assert link_name("scale-up", {"gpu_family": "cdna"}) == "Infinity Fabric (one scale-up domain)"
     assert link_name("scale-out", {}) == "the network (NICs)" and link_name("scale-out", {}, short=True) == "network"
