@@ -738,3 +738,20 @@ def test_links_have_their_vendors_names():
     assert f_links({**mi, "mode": "disaggregated"}) == "2 servers per replica · tp Infinity Fabric"
     assert link_name("scale-up", {"gpu_family": "cdna"}) == "Infinity Fabric (one scale-up domain)"
     assert link_name("scale-out", {}) == "the network (NICs)" and link_name("scale-out", {}, short=True) == "network"
+
+
+def test_a_band_whose_ends_agree_says_so(frame, example):
+    """A fleet that is the same at both ends of its band (GB200 in whole trays) costs the same: the
+    report says so rather than print '$2.82 ($2.82–$2.82)', which reads as false precision."""
+    import json
+
+    from llmsweep.report import render_html, render_markdown
+
+    options = pl.read_parquet(example / "plan.parquet")
+    ctx = build_context(frame, options, json.loads((example / "manifest.json").read_text()))
+    offer = ctx["recommendations"][0]["offers"][0]
+    offer["usd_per_m_low"] = offer["usd_per_m_high"] = offer["usd_per_m"]
+    md, _ = render_markdown(ctx, [])
+    row = next(line for line in md.splitlines() if line.startswith(f"| **{offer['gpu']}**"))
+    assert "(the same across its band)" in row and "–$" not in row
+    assert "the same across its band" in render_html(ctx, [])
