@@ -276,7 +276,7 @@ def weight_formats(catalog: Catalog, axes: Axes) -> list[tuple[str, str, str, st
     two spellings name on one GPU (fp4 and mxfp4 on an AMD GPU) is listed once, with the note."""
     found: dict[tuple[str, str, str], str | None] = {}
     for g, m, asked in product(*(dict.fromkeys(x) for x in (axes.gpu, axes.model, axes.precision))):
-        r = catalog.weight_format(auto_precision(catalog, m, axes.named_precision) if asked == AUTO else asked, g)
+        r = catalog.weight_format(auto_precision(catalog, m, axes.named_precision) if asked == AUTO else asked, g, m)
         found[(g, m, r.id)] = found.get((g, m, r.id)) or r.note
     return [(*key, note) for key, note in found.items()]
 

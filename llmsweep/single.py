@@ -286,7 +286,7 @@ def estimate_one(
     # no precision given: `auto`, the model's own format (grid.auto_precision); `fp4` is the GPU
     # vendor's FP4 format, resolved by the grid, whose row notes say which (Catalog.fp4_format)
     p = catalog.resolve_precision(precision or auto_precision(catalog, m.id, named))
-    weights = catalog.weight_format(p.id, g.id).id
+    weights = catalog.weight_format(p.id, g.id, m.id).id
     kv = "auto"
     if kv_precision.strip().lower() != "auto":  # a cache's `fp4` is not resolved per GPU, as in a sweep
         kv = catalog.weight_format(catalog.resolve_precision(kv_precision).id, None).id

@@ -421,6 +421,13 @@ EXCLUDE_ERRORS = {
     # a key that is not text was at 'exclude[0].None.[key]' (or lost: 'exclude[0].[key]')
     "null-key": ("  - {null: 1}", "  tp: [1, 2]", "7: exclude[0].null: Keys should be strings (got None)"),
     "number-key": ("  - gpu: l40s\n    2: 1", "  tp: [1, 2]", "8: exclude[0].2: Keys should be strings (got 2)"),
+    # the grid's fp4 is each GPU vendor's format (nvfp4 on NVIDIA, mxfp4 on AMD): a rule names one
+    "precision-fp4": (
+        "  - {precision: fp4}",
+        "  precision: [fp4, fp8]",
+        "7: exclude[0].precision: exclude rules name a weight format (nvfp4, mxfp4), not fp4, which is each GPU "
+        "vendor's own (nvfp4 on NVIDIA, mxfp4 on AMD): name the format, with the gpu if it is one GPU's",
+    ),
     # engine auto is vLLM on both GPUs: validate said "OK: 0 configurations" and run refused the sweep
     "engine-of-auto-drops-every-row": (
         "  - {engine: vllm}",

@@ -358,8 +358,10 @@ def test_fp4_beside_its_own_format_is_one_row():
 
 def test_fp4_on_gpus_without_fp4_units_is_the_vendors_format_weight_only():
     # H100 (NVIDIA) and MI300X (AMD) have no FP4 units: the vendor's format, run weight-only at bf16;
-    # a Mac (Apple has no FP4 format of its own) keeps nvfp4, what fp4 meant before
-    h100, mi300x, mac = estimate_rows(gpu=["h100-sxm", "mi300x", "m2-ultra"], model=GPT_OSS, precision="fp4")
+    # a Mac (Apple has no FP4 format of its own) keeps nvfp4, what fp4 meant before (Llama-3.1-8B: a
+    # bf16 checkpoint, so no FP4 format of its own either; gpt-oss's MXFP4 would be kept)
+    llama = "meta-llama/Llama-3.1-8B"
+    h100, mi300x, mac = estimate_rows(gpu=["h100-sxm", "mi300x", "m2-ultra"], model=llama, precision="fp4")
     assert (h100["precision"], h100["compute_dtype"]) == ("nvfp4", "bf16")
     assert h100["notes"] == (
         "fp4 on h100-sxm is nvfp4, NVIDIA's FP4 format; "
@@ -369,3 +371,30 @@ def test_fp4_on_gpus_without_fp4_units_is_the_vendors_format_weight_only():
     assert mi300x["notes"].startswith("fp4 on mi300x is mxfp4, AMD's FP4 format; mi300x has no published fp4 rate")
     assert mac["precision"] == "nvfp4"
     assert mac["notes"].startswith("fp4 on m2-ultra is nvfp4 (Apple has no FP4 format of its own; NVIDIA's assumed)")
+
+
+@pytest.mark.parametrize("gpu", ["b200", "mi355x", "h100-sxm"])
+def test_fp4_keeps_a_checkpoints_own_fp4_format(gpu):
+    """gpt-oss ships in MXFP4: `fp4` keeps it on every GPU whose FP4 units take it (B200, MI355X) and on
+    one without FP4 units (H100, weight-only), rather than re-quantising it into NVIDIA's NVFP4."""
+    row = estimate_row(gpu=gpu, model="openai/gpt-oss-120b", precision="fp4")
+    mxfp4 = estimate_row(gpu=gpu, model="openai/gpt-oss-120b", precision="mxfp4")
+    assert row["precision"] == "mxfp4" and row["model_weight_bytes"] == mxfp4["model_weight_bytes"]
+    assert row["notes"].startswith(f"fp4 for openai/gpt-oss-120b on {gpu} is mxfp4, its checkpoint's own FP4 format")
+
+
+def test_vendor_names_are_read_as_vendors_write_them():
+    from llmsweep.catalog.precisions import vendor_in
+
+    for name in ("AMD", "amd", "AMD/ATI", "AMD, Inc.", "Advanced Micro Devices", "Advanced Micro Devices, Inc."):
+        assert vendor_in(name, ["NVIDIA", "AMD"]) == "AMD", name
+    assert vendor_in("NVIDIA (with MediaTek)", ["NVIDIA"]) == "NVIDIA"
+    assert vendor_in("", ["NVIDIA"]) is None and vendor_in("Intel (Habana)", ["NVIDIA", "AMD"]) is None
+
+
+def test_an_fp4_rate_of_an_unknown_vendor_is_taken_at_its_word(catalog):
+    """Only a vendor whose FP4 units' scales are known (NVIDIA, AMD) can refuse a format: NVFP4 runs on an
+    Intel or Apple GPU's FP4 units, or a custom GPU's with no vendor, if it states an FP4 rate."""
+    nvfp4 = catalog.precision("nvfp4")
+    assert not nvfp4.runs_on_fp4_units("AMD") and nvfp4.runs_on_fp4_units("NVIDIA")
+    assert all(nvfp4.runs_on_fp4_units(v) for v in ("Intel", "Apple", "", None))

@@ -306,7 +306,7 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
         gpu=gpu_id,
         model=model_id,
         # `fp4` is the GPU vendor's FP4 format (Catalog.fp4_format): nvfp4 on the NVIDIA rows
-        precision=names.catalog.weight_format(names("precision", precision), gpu_id).id,
+        precision=names.catalog.weight_format(names("precision", precision), gpu_id, model_id).id,
         kv_precision=kv,
         **(pools or {"tp": _int(row, "tp", 1, minimum=1, maximum=MAX_GPUS)}),
         **({} if pools else {"pp": _int(row, "pp", 1, minimum=1, maximum=MAX_GPUS)}),

@@ -132,10 +132,18 @@ class Catalog:
         whose = f"{vendor} has no FP4 format of its own" if vendor else f"{gid} names no vendor"
         return Resolved(FP4_FALLBACK, f"fp4 on {gid} is {FP4_FALLBACK} ({whose}; NVIDIA's assumed)")
 
-    def weight_format(self, pid: str, gid: str | None) -> Resolved:
+    def weight_format(self, pid: str, gid: str | None, model: str | None = None) -> Resolved:
         """The format precision id `pid` (from resolve_precision) is on GPU `gid`: `fp4` per GPU
-        (fp4_format; gid None: a KV cache's, not resolved per GPU), any other id itself."""
-        return self.fp4_format(gid) if pid == GENERIC_FP4 else Resolved(pid)
+        (fp4_format; gid None: a KV cache's, not resolved per GPU), any other id itself. A model
+        whose checkpoint is in an FP4 format the GPU's FP4 units take (gpt-oss's MXFP4 on Blackwell or
+        CDNA 4) keeps it: `fp4` is not a re-quantisation into the vendor's other format."""
+        if pid != GENERIC_FP4:
+            return Resolved(pid)
+        own = self.model(model).default_precision if model is not None and gid is not None else None
+        fmt = self.precisions.get(own) if own else None
+        if fmt is not None and fmt.compute_dtype == "fp4" and fmt.runs_on_fp4_units(self.gpu(gid).vendor):
+            return Resolved(own, f"fp4 for {model} on {gid} is {own}, its checkpoint's own FP4 format")
+        return self.fp4_format(gid)
 
     # -- lookups by resolved id --------------------------------------------------------------
     def gpu(self, gid: str) -> Gpu:

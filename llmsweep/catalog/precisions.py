@@ -14,6 +14,8 @@ GENERIC_FP4 = "fp4"
 # Apple), on a sweep's GPU that names no vendor, and on the KV-cache axis (not resolved per GPU).
 # NVFP4, what `fp4` meant before it was resolved per vendor.
 FP4_FALLBACK = "nvfp4"
+# vendors whose FP4 units' scale formats the catalog knows (precisions.yaml `fp4_units`, with sources)
+FP4_VENDORS = ("NVIDIA", "AMD")
 
 
 class Precision(BaseModel):
@@ -68,13 +70,17 @@ class Precision(BaseModel):
         vendor is given the benefit of the doubt, as before vendors were told apart."""
         if self.compute_dtype != "fp4" or self.fp4_units is None or vendor is None:
             return True
-        return vendor_in(vendor, self.fp4_units) is not None
+        # only a vendor whose FP4 units' scale formats are known can be refused; another (Intel, Apple, a
+        # custom GPU's) with an FP4 rate of its own is taken at its word
+        return vendor_in(vendor, self.fp4_units) is not None or vendor_in(vendor, list(FP4_VENDORS)) is None
 
 
 def vendor_in(vendor: str, vendors: list[str]) -> str | None:
     """The entry of `vendors` that names a GPU's `vendor`, as gpus.yaml writes it, by its first word,
-    case aside ('NVIDIA (with MediaTek)' for DGX Spark is NVIDIA, 'Intel (Habana)' Intel); else None."""
-    first = vendor.split()[0].casefold() if vendor.strip() else ""
+    case and punctuation aside ('NVIDIA (with MediaTek)' for DGX Spark is NVIDIA, 'AMD/ATI' and
+    'Advanced Micro Devices' AMD, 'Intel (Habana)' Intel); else None."""
+    words = [w for w in re.split(r"[^0-9a-z]+", vendor.casefold()) if w]
+    first = "amd" if words[:3] == ["advanced", "micro", "devices"] else (words[0] if words else "")
     return next((v for v in vendors if v.casefold() == first), None)
 
 

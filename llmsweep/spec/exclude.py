@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any
 
-from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4
+from llmsweep.catalog.precisions import GENERIC_FP4
 from llmsweep.columns import POOL_COLUMNS
 from llmsweep.errors import LlmsweepError, did_you_mean
 from llmsweep.grid import MAX, Axes, resolved_engines, weight_formats
@@ -75,13 +75,14 @@ def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> Rule:
         for j, v in enumerate(values):
             at: KeyPath = (*path, j) if isinstance(value, list) else path
             got = _value(r, at, key, v)
-            for one in got if isinstance(got, tuple) else () if got is None else (got,):
-                if one in first:
-                    same = f" (both are {one})" if key in NAMES else ""
-                    r.fail(at, f"{v!r} repeats exclude[{i}].{key}[{first[one]}]{same}")
-                    break
-                first[one] = j
-                resolved.append(one)
+            if got is None:
+                continue
+            if got in first:
+                same = f" (both are {got})" if key in NAMES else ""
+                r.fail(at, f"{v!r} repeats exclude[{i}].{key}[{first[got]}]{same}")
+                continue
+            first[got] = j
+            resolved.append(got)
         out[key] = tuple(resolved)
     return out
 
@@ -106,9 +107,11 @@ def _value(r: _Resolver, at: KeyPath, key: str, v: Any) -> Any:
                 return rid
             if key == "kv_precision":  # as the grid reads it: the KV-cache axis is not resolved per GPU
                 return r.catalog.fp4_format(None).id
-            # the grid's fp4 rows, whichever vendor's format each GPU resolved it to
-            formats = [pid for pid, p in r.catalog.precisions.items() if p.fp4_of]
-            return tuple(dict.fromkeys([FP4_FALLBACK, *formats]))
+            r.fail(
+                at,
+                "exclude rules name a weight format (nvfp4, mxfp4), not fp4, which is each GPU vendor's own "
+                "(nvfp4 on NVIDIA, mxfp4 on AMD): name the format, with the gpu if it is one GPU's",
+            )
         return None
     if key in ("mode", "speculative"):
         choices = MODES if key == "mode" else METHODS

@@ -95,7 +95,7 @@ def _load(path: str | Path, max_rows: int, profile: str | None) -> Sweep:
     precisions = r.names("precision", g.precision, "precision")
     kv = r.names("kv_precision", g.kv_precision, "precision")
     if GENERIC_FP4 in precisions:  # said once here, and on each row (grid.weight_formats)
-        r.notes.append(fp4_note(r.catalog, gpus))
+        r.notes.append(fp4_note(r.catalog, gpus, models))
     outputs = r.numbers("output_tokens", g.output_tokens)
     if g.context is not None:
         contexts = r.numbers("context", g.context)

@@ -241,14 +241,22 @@ class _Resolver:
         return out
 
 
-def fp4_note(catalog: Catalog, gpus: Sequence[str]) -> str:
+def fp4_note(catalog: Catalog, gpus: Sequence[str], models: Sequence[str] = ()) -> str:
     """The sweep's note for a generic `fp4` weight precision: which format it is on the grid's GPUs
-    ('grid.precision fp4 is each GPU vendor's FP4 format: nvfp4 on b200, h100-sxm; mxfp4 on mi355x')."""
+    ('grid.precision fp4 is each GPU vendor's FP4 format: nvfp4 on b200, h100-sxm; mxfp4 on mi355x'),
+    and the models that keep their checkpoint's own FP4 format (Catalog.weight_format)."""
     on: dict[str, list[str]] = {}
     for gid in gpus:
         on.setdefault(catalog.fp4_format(gid).id, []).append(gid)
     each = "; ".join(f"{pid} on {', '.join(ids)}" for pid, ids in on.items())
-    return f"grid.precision fp4 is each GPU vendor's FP4 format: {each}"
+    own = [
+        m
+        for m in models
+        if getattr(catalog.precision(catalog.model(m).default_precision or "bf16"), "compute_dtype", "") == "fp4"
+    ]
+    verb = "keeps its" if len(own) == 1 else "keep their"
+    kept = f" ({', '.join(own)} {verb} checkpoint's own FP4 format where the GPU's FP4 units take it)" if own else ""
+    return f"grid.precision fp4 is each GPU vendor's FP4 format: {each}{kept}"
 
 
 def _check_costs(r: _Resolver, spec: SweepSpec, grid_gpus: Sequence[str] | None) -> None:
