@@ -330,8 +330,10 @@ def estimate_one(
     prices = make_plan_inputs(catalog, [g.id])
     estimated = grid_parts(catalog, axes, prof).estimate()
     frame = select_exported(add_plan_columns(estimated, prices)).collect()
+    said = (precision or "").strip()
+    said += f" ({weights})" if said.lower() != weights else ""  # fp4 as given (mxfp4)
     overridden = (
-        f"precision {weights} as given, not the {m.precision} the model name says"
+        f"precision {said} as given, not the {m.precision} the model name says"
         if precision and m.precision and weights != m.precision
         else None
     )

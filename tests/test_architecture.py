@@ -294,6 +294,20 @@ def test_checkpoint_precision_read_from_quantization_fields():
     assert checkpoint_precision({}, {"quantization": {"quant_algo": "NVFP4"}})[0] == "nvfp4"
     assert checkpoint_precision({"torch_dtype": "bfloat16"})[0] == "bf16"
     assert checkpoint_precision({}) == (None, None)
+    # FP4 checkpoints: compressed-tensors float4 (nvfp4-pack-quantized: groups of 16) and AMD Quark's MXFP4
+    weights = {"num_bits": 4, "type": "float", "group_size": 16}
+    float4 = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": weights}}}
+    assert checkpoint_precision({"quantization_config": float4, "torch_dtype": "bfloat16"})[0] == "nvfp4"
+    weights["group_size"] = 32
+    assert checkpoint_precision({"quantization_config": float4})[0] == "mxfp4"
+    weight = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}
+    quark = {"quant_method": "quark", "global_quant_config": {"weight": weight}, "exclude": ["lm_head"]}
+    assert checkpoint_precision({"quantization_config": quark, "torch_dtype": "bfloat16"}) == (
+        "mxfp4",
+        "config.json quantization_config: quark fp4, group 32 (MXFP4); not converted: lm_head",
+    )
+    quark["global_quant_config"]["weight"] = [{"dtype": "fp8_e4m3"}]
+    assert checkpoint_precision({"quantization_config": quark})[0] == "fp8"
 
 
 @needs_reference

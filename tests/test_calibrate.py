@@ -253,3 +253,7 @@ def test_a_measured_fp4_row_is_its_gpus_vendors_format(catalog, tmp_path):
         ("mi355x", "mxfp4", "nvfp4"),
         ("mi355x", "nvfp4", "auto"),
     ]
+    # and each row says what its fp4 became
+    assert "fp4 on mi355x is mxfp4, AMD's FP4 format" in measured[2].assumptions
+    assert "fp4 on b300 is nvfp4, NVIDIA's FP4 format" in measured[0].assumptions
+    assert "fp4" not in measured[3].assumptions

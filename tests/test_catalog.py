@@ -563,3 +563,8 @@ def test_cli_shows_deepseek_r1_with_every_source(name):
     c = shown["computed"]
     assert (c["kv_bytes_per_token_fp16"], c["mla_latent_width"], c["shared_experts"]) == (70_272, 576, 1)
     assert (c["layers"]["moe"], c["layers"]["dense_in_moe_model"]) == (58, 3)
+
+
+def test_fp4_is_read_in_any_spelling(catalog):
+    for name in ("fp4", "FP4", " fp4 ", "FP-4", "fp_4"):
+        assert catalog.resolve_precision(name).id == "fp4", name

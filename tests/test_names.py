@@ -287,7 +287,7 @@ def test_cli_estimate_fp4_is_the_gpus_vendors_format(gpu, vendor, fp4):
     assert r.exit_code == 0, r.output
     row = json.loads(r.stdout)
     assert (row["precision"], row["notes"]) == (fp4, f"fp4 on {gpu} is {fp4}, {vendor}'s FP4 format")
-    overridden = "note: precision mxfp4 as given, not the nvfp4 the model name says"
+    overridden = "note: precision FP4 (mxfp4) as given, not the nvfp4 the model name says"
     assert (overridden in r.stderr) == (vendor == "AMD")
 
 

@@ -300,13 +300,16 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     if not front_end:
         notes.append("timed by an offline harness: no serving front end, no request_overhead_s before the first token")
     gpu_id, model_id = names("gpu", gpu), names("model", model)
+    # `fp4` is the GPU vendor's FP4 format, or the checkpoint's own (Catalog.weight_format): said per row
+    weights = names.catalog.weight_format(names("precision", precision), gpu_id, model_id)
+    if weights.note:
+        notes.append(weights.note)
     m = Measurement(
         id=rid,
         source=_text(row, "source"),
         gpu=gpu_id,
         model=model_id,
-        # `fp4` is the GPU vendor's FP4 format (Catalog.fp4_format): nvfp4 on the NVIDIA rows
-        precision=names.catalog.weight_format(names("precision", precision), gpu_id, model_id).id,
+        precision=weights.id,
         kv_precision=kv,
         **(pools or {"tp": _int(row, "tp", 1, minimum=1, maximum=MAX_GPUS)}),
         **({} if pools else {"pp": _int(row, "pp", 1, minimum=1, maximum=MAX_GPUS)}),

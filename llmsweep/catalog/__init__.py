@@ -24,7 +24,7 @@ from llmsweep.catalog.names import (
     ModelMatch,
     NameIndex,
     Resolved,
-    normalize,
+    squash,
 )
 from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format, vendor_in
 from llmsweep.catalog.profiles import Profile
@@ -106,7 +106,7 @@ class Catalog:
         has its own FP4 format, so it is resolved per GPU (weight_format)."""
         if bits_per_weight_format(name):
             return Resolved(name.strip().lower().replace(" ", ""))
-        if normalize(name) == GENERIC_FP4:
+        if squash(name) == GENERIC_FP4:  # fp4, FP-4, fp_4
             return Resolved(GENERIC_FP4)
         try:
             return self._index("precision").resolve(name)

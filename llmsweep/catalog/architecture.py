@@ -554,7 +554,10 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
 
     ModelOpt's hf_quant_config.json (`quantization.quant_algo`: FP8, NVFP4) wins over config.json's
     `quantization_config` (`quant_method`: fp8, mxfp4; compressed-tensors with its weight bits and
-    group size), which wins over the unquantised `torch_dtype` / `dtype`. (None, None) when the
+    group size: int4, float8, float4 in groups of 16 (NVFP4) or 32 (MXFP4); AMD Quark's
+    global_quant_config.weight dtype: fp4 in groups of 32 (MXFP4, as amd/*-MXFP4 checkpoints ship),
+    fp8_e4m3; amd-quark 0.13, quark/torch/quantization/config/type.py), which wins over the
+    unquantised `torch_dtype` / `dtype`. (None, None) when the
     config states none of them. Mixed checkpoints name the format of their quantised (largest)
     part; the explanation says which modules stay unconverted.
     """
@@ -566,7 +569,7 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     q = cfg.get("quantization_config")
     if isinstance(q, dict):
         method = str(q.get("quant_method") or "").lower()
-        skipped = q.get("modules_to_not_convert") or q.get("ignore") or []
+        skipped = q.get("modules_to_not_convert") or q.get("ignore") or q.get("exclude") or []
         kept = (
             f"; not converted: {', '.join(map(str, skipped[:6]))}{' ...' if len(skipped) > 6 else ''}"
             if skipped
@@ -583,6 +586,17 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
                     return pid, f"config.json quantization_config: compressed-tensors int4, group {size}{kept}"
                 if kind == "float" and bits == 8:
                     return "fp8", f"config.json quantization_config: compressed-tensors float8{kept}"
+                if kind == "float" and bits == 4 and size in (16, 32):  # nvfp4-pack-quantized; MX: group 32
+                    pid = "nvfp4" if size == 16 else "mxfp4"
+                    return pid, f"config.json quantization_config: compressed-tensors float4, group {size}{kept}"
+        if method == "quark":  # AMD Quark: global_quant_config.weight (a list when layered: the first)
+            w = (q.get("global_quant_config") or {}).get("weight") or {}
+            w = (w[0] if w and isinstance(w[0], dict) else {}) if isinstance(w, list) else w
+            dtype = str(w.get("dtype") or "").lower() if isinstance(w, dict) else ""
+            if dtype == "fp4" and w.get("group_size") == 32:  # e2m1 with an e8m0 scale per 32: MXFP4
+                return "mxfp4", f"config.json quantization_config: quark fp4, group 32 (MXFP4){kept}"
+            if dtype.startswith("fp8"):
+                return "fp8", f"config.json quantization_config: quark {dtype}{kept}"
         if method in {"awq", "gptq"} and q.get("bits") == 4 and q.get("group_size") == 128:
             return "int4", f"config.json quantization_config.quant_method {method}, 4 bits, group 128"
     dtype = cfg.get("torch_dtype") or cfg.get("dtype")
