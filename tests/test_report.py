@@ -592,7 +592,7 @@ def test_a_modes_report_fits_a_laptop_and_a_phone(modes, tmp_path, width):
 
     got = layout_in_browser(modes / "report.html", tmp_path, width)
     assert got["view"] == width and got["rendered"] > 0
-    assert got["tables"] == [] and got["hidden"] == [] and got["charts"] == []
+    assert got["tables"] == [] and got["hidden"] == [] and got["charts"] == [] and got["page"] <= width
 
 
 def test_method_shows_a_familys_matmul_ceiling_next_to_the_engines_efficiency(tmp_path):
