@@ -755,3 +755,31 @@ def test_a_band_whose_ends_agree_says_so(frame, example):
     row = next(line for line in md.splitlines() if line.startswith(f"| **{offer['gpu']}**"))
     assert "(the same across its band)" in row and "–$" not in row
     assert "the same across its band" in render_html(ctx, [])
+
+
+def test_the_sensitivity_moves_the_acceptance_where_an_option_drafts_tokens(modes):
+    """MTP's acceptance is an assumption (the profile's 0.447 on random-token benchmarks): where #1 or
+    #2 drafts tokens, the sensitivity moves it by 20 % as it moves the efficiencies."""
+    import json
+
+    from llmsweep.plan.robustness import ACCEPTANCE, PARAM_LABELS, with_moved
+
+    # the sweep's acceptance, else the method's default (0.5 here): x 0.8 = 0.4, x 1.2 = 0.6, and 0.9 x 1.2
+    # = 1.08 held at 0.99; a row without speculation keeps none
+    rows = pl.DataFrame(
+        {
+            "speculative": ["mtp", "mtp", "none"],
+            "draft_tokens": [1, 1, 0],
+            "acceptance_rate": [None, 0.9, None],
+            "mtp_acceptance": [0.5, 0.5, 0.5],
+            "eagle_acceptance": [0.7] * 3,
+            "draft_acceptance": [0.6] * 3,
+        }
+    )
+    assert with_moved(rows, ACCEPTANCE, 0.8)["acceptance_rate"].to_list() == pytest.approx([0.4, 0.72, None])
+    assert with_moved(rows, ACCEPTANCE, 1.2)["acceptance_rate"].to_list() == pytest.approx([0.6, 0.99, None])
+    manifest = json.loads((modes / "manifest.json").read_text())
+    ranked = pl.read_parquet(modes / "plan.parquet").filter(pl.col("rank") <= 2)
+    drafts = (ranked["speculative"].cast(pl.String) != "none").any()
+    for rows_ in manifest["sensitivity"].values():
+        assert any(r["assumption"] == PARAM_LABELS[ACCEPTANCE] for r in rows_) == drafts

@@ -87,11 +87,24 @@ def _metrics(frames: list[pl.DataFrame], plan: PlanInputs, column: str) -> list[
     return out[column].to_list()
 
 
-# the efficiencies moved, as a reader names them
+ACCEPTANCE = "acceptance_rate"
+# the assumptions moved, as a reader names them
 PARAM_LABELS = {
     "bandwidth_efficiency": "memory bandwidth reached (bandwidth efficiency)",
     "compute_efficiency": "compute reached (compute efficiency)",
+    ACCEPTANCE: "drafted tokens accepted (speculative decoding's acceptance)",
 }
+
+
+def with_moved(frame: pl.DataFrame, param: str, factor: float) -> pl.DataFrame:
+    """`frame` with one assumption x `factor`: an efficiency (at most 1), or the acceptance of drafted
+    tokens (the sweep's, else the profile's default for the method; at most 0.99, where the speedup
+    nears k + 1; rows without speculation unchanged)."""
+    if param == ACCEPTANCE:
+        from llmsweep.estimate import speculative
+
+        return frame.with_columns(acceptance_rate=(speculative.acceptance_rate() * factor).clip(0.0, 0.99))
+    return frame.with_columns((pl.col(param) * factor).clip(upper_bound=1.0))
 
 
 def sensitivity(
@@ -102,7 +115,8 @@ def sensitivity(
 ) -> dict[str, list[dict]]:
     """Each value of `pairs` holds two options (the top one, then the runner-up) as layout x lengths
     rows with their offer (WANT_OFFER). For each assumption moved by -20 % and +20 %: the metric of
-    both and whether their order flips. Efficiencies are re-estimated (all pairs and cases in one
+    both and whether their order flips. Efficiencies (and, where either drafts tokens, the acceptance
+    of speculative decoding) are re-estimated (all pairs and cases in one
     frame); a price change scales the cost of the top option's offer exactly, and where the runner-up
     is priced with that same offer (its cost moves with the top's, so their order cannot flip) the top
     is set against `rivals[key]` instead: the best option on another offer (its label, its metric),
@@ -113,11 +127,11 @@ def sensitivity(
 
     keys = list(pairs)
     factors = (1 - SENSITIVITY_STEP, 1 + SENSITIVITY_STEP)
-    params = ("bandwidth_efficiency", "compute_efficiency")
+    params = ("bandwidth_efficiency", "compute_efficiency", ACCEPTANCE)
     frames = [pairs[k] for k in keys]  # unmoved first
     for factor in factors:
         for param in params:
-            frames += [pairs[k].with_columns((pl.col(param) * factor).clip(upper_bound=1.0)) for k in keys]
+            frames += [with_moved(pairs[k], param, factor) for k in keys]
     values = _metrics(frames, plan, column)
     n = len(keys)
 
@@ -136,8 +150,10 @@ def sensitivity(
         block = 1
         for factor in factors:
             cases: list[tuple[str, str, tuple]] = []
+            drafts = "speculative" in pair.columns and (pair["speculative"].cast(pl.String) != "none").any()
             for param in params:
-                cases.append((PARAM_LABELS[param], column, pair_at(block, i)))
+                if param != ACCEPTANCE or drafts:  # the acceptance where #1 or #2 drafts tokens
+                    cases.append((PARAM_LABELS[param], column, pair_at(block, i)))
                 block += 1
             top, runner = pair_at(0, i)
             if cost and top_gpu in plan.prices and top is not None and runner is not None:
