@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from llmsweep.columns import TARGET_NAMES
 from llmsweep.finance import HOURS_PER_MONTH
 
 
@@ -47,10 +48,10 @@ def seconds(v: float) -> str:
     return f"{v * 1e3:,.0f} ms" if v < 1 else f"{v:,.1f} s".replace(".0 s", " s")
 
 
-def target_seconds(v: float, wider=seconds) -> str:
+def target_seconds(v: float) -> str:
     """A latency target, below a millisecond in significant digits ('0.001 ms', not '0 ms': targets
-    go down to 1 µs); from 1 ms, as `wider` prints it."""
-    return f"{v * 1e3:.3g} ms" if v < 1e-3 else wider(v)
+    go down to 1 µs); from 1 ms, as `seconds` prints it."""
+    return f"{v * 1e3:.3g} ms" if v < 1e-3 else seconds(v)
 
 
 def interactive_warnings(o: dict) -> list[str]:
@@ -300,13 +301,7 @@ def link_name(kind: str, o: dict, short: bool = False) -> str:
 
 
 METHODS = {"mtp": "MTP", "eagle": "EAGLE", "draft": "a draft model"}
-LIMITS = {
-    "ttft_s": "the TTFT target",
-    "ttft_p90_s": "the p90 TTFT target",
-    "ttft_p99_s": "the p99 TTFT target",
-    "tpot_s": "the TPOT target",
-    "request_latency_s": "the request-latency target",
-}
+LIMITS = {name: f"the {label} target" for name, label in TARGET_NAMES.items()}
 
 
 def _disaggregated(o: dict) -> bool:

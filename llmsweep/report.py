@@ -217,7 +217,6 @@ FILTERS = {
     "bytes": f_bytes,
     "gib": f_gib,
     "seconds": f_seconds,
-    "target": lambda v: answers.target_seconds(v, f_seconds),
     "tps": f_tps,
     "usd": f_usd,
     "money": f_money,
@@ -504,7 +503,8 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         if has_targets(spec)
         else "ttft_s",
         "interactive": answers.INTERACTIVE_SOURCE,
-        "slo": target_labels(slo),
+        # 'p90 TTFT ≤ 2 s and TPOT ≤ 50 ms', as the answers say it ('' without targets)
+        "slo_text": answers.targets_text(slo).removeprefix("with ") if has_targets(spec) else "",
         "workload": load,
         "traffic": answers.traffic_statement(load, workload_defaults()),
         "prices": manifest.get("prices") or {},
@@ -656,19 +656,6 @@ def listed_batches(spec: dict) -> list[int] | None:
     if any(str(b).strip().lower() == "max" for b in batch):
         return None
     return [int(b) for b in batch if isinstance(b, int) and not isinstance(b, bool)] or None
-
-
-def target_labels(slo: dict) -> dict[str, float]:
-    """The sweep's latency targets as a reader names them: {'TTFT p90': 2.0, 'TPOT': 0.05} for
-    slo: {ttft_s: 2, tpot_s: 0.05, percentile: p90} (the TTFT target applies to that statistic)."""
-    percentile = slo.get("percentile", "mean")
-    out = {}
-    for key, value in slo.items():
-        if value is None or key == "percentile" or key not in BY_NAME:
-            continue
-        label = BY_NAME[key].label
-        out[f"{label} {percentile}" if key == "ttft_s" and percentile != "mean" else label] = value
-    return out
 
 
 def engines_sentence(engines: dict[str, list[str]]) -> str:

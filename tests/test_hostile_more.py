@@ -140,8 +140,8 @@ def test_report_prints_sub_millisecond_targets_and_an_slo_without_targets(tmp_pa
         md[name] = (tmp_path / "out" / name / "report.md").read_text()
         html = (tmp_path / "out" / name / "report.html").read_text()
         if name == "tiny":
-            assert "Latency targets: TTFT ≤ 0.5 ms, TPOT ≤ 0.001 ms." in md[name]
-            assert "Latency targets: TTFT ≤ 0.5 ms, TPOT ≤ 0.001 ms." in html
+            assert "Latency targets: TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in md[name]
+            assert "Latency targets: TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in html
             assert "TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms" in md[name] and "≤ 0 ms" not in md[name] + html
     said = "> **No latency targets.** This sweep sets no latency targets (its `slo:` has no `ttft_s`, `tpot_s` or "
     said += "`request_latency_s`), so nothing here checks what users would see"

@@ -176,7 +176,7 @@ def test_slo_columns():
     # a target of a second or more reads in seconds: 12.345 s rounds to 3 figures, 12.3 / 10 - 1 = 23 %
     latency = SloSpec(request_latency_s=10.0)
     late = plan.add_plan_columns(frame(request_latency_s=12.345), inputs(slo=latency))
-    assert late.select(plan.slo_miss(latency)).collect().item() == "Request latency 12.3 s > 10 s (+23%)"
+    assert late.select(plan.slo_miss(latency)).collect().item() == "request latency 12.3 s > 10 s (+23%)"
 
 
 def test_example_prices_are_dated_and_labelled(catalog):

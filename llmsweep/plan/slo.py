@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from llmsweep.columns import BY_NAME, c, text
+from llmsweep.columns import TARGET_NAMES, c, text
 from llmsweep.estimate import load
 from llmsweep.spec import SloSpec
 
@@ -35,14 +35,14 @@ def meets_slo(slo: SloSpec | None) -> pl.Expr:
 
 def slo_miss(slo: SloSpec | None) -> pl.Expr:
     """The first target a row misses, its value against the target in the target's unit (ms below a
-    second): 'TPOT 62.1 ms > 50 ms (+24%)', 'TTFT p90 2.41 s > 2 s (+21%)'."""
+    second): 'TPOT 62.1 ms > 50 ms (+24%)', 'p90 TTFT 2.41 s > 2 s (+21%)'."""
     expr = pl.when(~c.fits).then(text("does not fit"))
     for name, value, target in slo_checks(slo):
         scale, unit = (1e3, "ms") if target < 1 else (1.0, "s")
         over = (value / target - 1) * 100
         expr = expr.when(value > target).then(
             pl.format(
-                f"{BY_NAME[name].label} {{}} {unit} > {target * scale:g} {unit} (+{{}}%)",
+                f"{TARGET_NAMES[name]} {{}} {unit} > {target * scale:g} {unit} (+{{}}%)",
                 (value * scale).round_sig_figs(3).cast(pl.String).str.strip_suffix(".0"),
                 over.round(0).clip(upper_bound=1e15).cast(pl.Int64),
             )
