@@ -308,6 +308,15 @@ def test_checkpoint_precision_read_from_quantization_fields():
     )
     quark["global_quant_config"]["weight"] = [{"dtype": "fp8_e4m3"}]
     assert checkpoint_precision({"quantization_config": quark})[0] == "fp8"
+    # fields of the wrong shape are read as absent, never a traceback: the dtype decides
+    for odd in ({"global_quant_config": "x"}, {"global_quant_config": {"weight": ["s"]}}, {"exclude": {"a": 1}}):
+        assert checkpoint_precision({"quantization_config": {"quant_method": "quark", **odd}, "dtype": "bfloat16"}) == (
+            "bf16",
+            "config.json dtype bfloat16",
+        )
+    for groups in ([1], {"g": "x"}, {"g": {"weights": 3}}):
+        q = {"quant_method": "compressed-tensors", "config_groups": groups}
+        assert checkpoint_precision({"quantization_config": q})[0] is None
 
 
 @needs_reference

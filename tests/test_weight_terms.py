@@ -279,6 +279,9 @@ def test_unconverted_params_of_the_reference_checkpoints(catalog):
     # its one dense layer (first_k_dense_replace 1): 3 x 7,168 x 18,432; 60 shared experts of
     # 3 x 7,168 x 2,048
     assert (a.dense_mlp_params, a.shared_expert_params) == (3 * 7_168 * 18_432, 60 * 3 * 7_168 * 2_048)
+    # an AMD Quark checkpoint lists its unconverted modules under `exclude`: the same count as gpt-oss's own
+    quark = {"quant_method": "quark", "exclude": ["model.layers.*.self_attn", "model.layers.*.mlp.router"]}
+    assert unconverted_params({**oss.config, "quantization_config": quark}, oss.architecture) == KEPT_OSS
 
 
 # -- 5. FP4 is each GPU vendor's format: NVFP4 on NVIDIA, MXFP4 on AMD ----------------------------

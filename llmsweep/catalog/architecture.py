@@ -569,7 +569,7 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     q = cfg.get("quantization_config")
     if isinstance(q, dict):
         method = str(q.get("quant_method") or "").lower()
-        skipped = q.get("modules_to_not_convert") or q.get("ignore") or q.get("exclude") or []
+        skipped = _unconverted(q)
         kept = (
             f"; not converted: {', '.join(map(str, skipped[:6]))}{' ...' if len(skipped) > 6 else ''}"
             if skipped
@@ -578,8 +578,9 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
         if method in _QUANT_ALGO:
             return _QUANT_ALGO[method], f"config.json quantization_config.quant_method {method}{kept}"
         if method == "compressed-tensors":
-            for group in (q.get("config_groups") or {}).values():
-                w = group.get("weights") or {}
+            groups = q.get("config_groups")
+            for group in groups.values() if isinstance(groups, dict) else ():
+                w = _mapping(_mapping(group).get("weights"))
                 bits, size, kind = w.get("num_bits"), w.get("group_size"), w.get("type")
                 if kind == "int" and bits == 4 and size in (32, 128):
                     pid = "int4" if size == 128 else "int4-g32"
@@ -590,9 +591,9 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
                     pid = "nvfp4" if size == 16 else "mxfp4"
                     return pid, f"config.json quantization_config: compressed-tensors float4, group {size}{kept}"
         if method == "quark":  # AMD Quark: global_quant_config.weight (a list when layered: the first)
-            w = (q.get("global_quant_config") or {}).get("weight") or {}
-            w = (w[0] if w and isinstance(w[0], dict) else {}) if isinstance(w, list) else w
-            dtype = str(w.get("dtype") or "").lower() if isinstance(w, dict) else ""
+            w = _mapping(q.get("global_quant_config")).get("weight")
+            w = _mapping(w[0] if isinstance(w, list) and w else w)
+            dtype = str(w.get("dtype") or "").lower()
             if dtype == "fp4" and w.get("group_size") == 32:  # e2m1 with an e8m0 scale per 32: MXFP4
                 return "mxfp4", f"config.json quantization_config: quark fp4, group 32 (MXFP4){kept}"
             if dtype.startswith("fp8"):
@@ -638,7 +639,8 @@ def _module_group(pattern: str) -> str | None:
 def unconverted_params(cfg: dict, arch: Architecture) -> int:
     """Parameters a quantised checkpoint keeps unconverted (16-bit) beyond its embedding and LM
     head: the module groups its config.json's quantization_config lists in `modules_to_not_convert`
-    (transformers; gpt-oss, MiniMax-M2.5) or `ignore` (compressed-tensors; Kimi-K2.5), each group
+    (transformers; gpt-oss, MiniMax-M2.5), `ignore` (compressed-tensors; Kimi-K2.5) or `exclude`
+    (AMD Quark), each group
     counted whole, in all layers (`_module_group`). 0 for a checkpoint that lists none.
 
     gpt-oss-120b (`model.layers.*.self_attn`, `model.layers.*.mlp.router`): attention 36 x
@@ -650,9 +652,20 @@ def unconverted_params(cfg: dict, arch: Architecture) -> int:
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
         return 0
-    listed = q.get("modules_to_not_convert") or q.get("ignore") or []
-    groups = {_module_group(str(m)) for m in (listed if isinstance(listed, list) else [])} - {None}
+    groups = {_module_group(m) for m in _unconverted(q)} - {None}
     return sum(getattr(arch, g) for g in groups)
+
+
+def _unconverted(q: dict) -> list[str]:
+    """The modules a quantization_config keeps unconverted: `modules_to_not_convert` (transformers),
+    `ignore` (compressed-tensors) or `exclude` (AMD Quark); [] when it lists none or not as a list."""
+    listed = q.get("modules_to_not_convert") or q.get("ignore") or q.get("exclude") or []
+    return [str(m) for m in listed] if isinstance(listed, list) else []
+
+
+def _mapping(value: Any) -> dict:
+    """A config.json field read as a mapping: itself, or {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
 
 
 def _no_constant(name: str) -> Any:
