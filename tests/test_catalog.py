@@ -568,3 +568,5 @@ def test_cli_shows_deepseek_r1_with_every_source(name):
 def test_fp4_is_read_in_any_spelling(catalog):
     for name in ("fp4", "FP4", " fp4 ", "FP-4", "fp_4"):
         assert catalog.resolve_precision(name).id == "fp4", name
+    # a vendor's FP4 named is that vendor's format, on every GPU
+    assert catalog.resolve_precision("NVIDIA FP4").id == "nvfp4" and catalog.resolve_precision("AMD FP4").id == "mxfp4"

@@ -6,6 +6,7 @@ Nothing is loaded at import time: `load_catalog()` reads the files on first use 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from importlib import resources
@@ -24,7 +25,6 @@ from llmsweep.catalog.names import (
     ModelMatch,
     NameIndex,
     Resolved,
-    squash,
 )
 from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format, vendor_in
 from llmsweep.catalog.profiles import Profile
@@ -102,12 +102,17 @@ class Catalog:
         return Resolved(resolve_engine(name))
 
     def resolve_precision(self, name: str) -> Resolved:
-        """A precision id or alias, or `<N>bpw`. `fp4` stays `fp4` (GENERIC_FP4): each GPU's vendor
-        has its own FP4 format, so it is resolved per GPU (weight_format)."""
+        """A precision id or alias, or `<N>bpw`. `fp4` (FP-4, fp_4) stays `fp4` (GENERIC_FP4): each
+        GPU's vendor has its own FP4 format, so it is resolved per GPU (weight_format); a vendor's
+        FP4 named ('NVIDIA FP4', 'AMD FP4') is that vendor's format (precisions.yaml `fp4_of`)."""
         if bits_per_weight_format(name):
             return Resolved(name.strip().lower().replace(" ", ""))
-        if squash(name) == GENERIC_FP4:  # fp4, FP-4, fp_4
+        written = re.sub(r"[^a-z0-9]", "", name.lower())  # the vendor kept, unlike `squash`
+        if written == GENERIC_FP4:
             return Resolved(GENERIC_FP4)
+        for pid, p in self.precisions.items():
+            if any(written == f"{vendor.lower()}{GENERIC_FP4}" for vendor in p.fp4_of):
+                return Resolved(pid)
         try:
             return self._index("precision").resolve(name)
         except UnknownNameError as e:
