@@ -309,12 +309,12 @@ def precision_table(catalog: Catalog, gpus: Sequence[str], precisions: Sequence[
         attention_flops, _ = g.peak_flops(p.activation_dtype)
         fp8_flops, fp8_used = g.peak_flops("fp8")
         note = None
-        if used == "fp4" and not p.runs_on_fp4_units(g.vendor):
+        if used == "fp4" and not catalog.fp4_units_take(pid, gid):
             # FP4 units that do not take the format's scales (NVFP4 on AMD CDNA 4) are no FP4 units
-            # for it: weight-only, as without any (Precision.runs_on_fp4_units)
+            # for it: weight-only, as without any (Catalog.fp4_units_take)
             flops, used = g.peak_flops(FALLBACK["fp4"][1])
             takes = [
-                q for q, f in catalog.precisions.items() if f.compute_dtype == "fp4" and f.runs_on_fp4_units(g.vendor)
+                q for q, f in catalog.precisions.items() if f.compute_dtype == "fp4" and catalog.fp4_units_take(q, gid)
             ]
             note = (
                 f"{gid}'s FP4 units take {', '.join(takes)}, not {pid}; {pid} runs weight-only: "

@@ -387,17 +387,20 @@ def test_fp4_keeps_a_checkpoints_own_fp4_format(gpu):
 
 
 def test_vendor_names_are_read_as_vendors_write_them():
-    from llmsweep.catalog.precisions import vendor_in
+    from llmsweep.catalog.engines import gpu_platform
 
     for name in ("AMD", "amd", "AMD/ATI", "AMD, Inc.", "Advanced Micro Devices", "Advanced Micro Devices, Inc."):
-        assert vendor_in(name, ["NVIDIA", "AMD"]) == "AMD", name
-    assert vendor_in("NVIDIA (with MediaTek)", ["NVIDIA"]) == "NVIDIA"
-    assert vendor_in("", ["NVIDIA"]) is None and vendor_in("Intel (Habana)", ["NVIDIA", "AMD"]) is None
+        assert gpu_platform(name, None) == "amd", name
+    assert gpu_platform("NVIDIA (with MediaTek)", None) == "nvidia" and gpu_platform("Intel (Habana)", None) == "gaudi"
+    # no vendor: the family says (a sweep's own GPU that inherits mi355x and drops its vendor is AMD's)
+    assert gpu_platform(None, "cdna") == gpu_platform("", "cdna") == "amd" and gpu_platform(None, None) is None
 
 
 def test_an_fp4_rate_of_an_unknown_vendor_is_taken_at_its_word(catalog):
-    """Only a vendor whose FP4 units' scales are known (NVIDIA, AMD) can refuse a format: NVFP4 runs on an
-    Intel or Apple GPU's FP4 units, or a custom GPU's with no vendor, if it states an FP4 rate."""
-    nvfp4 = catalog.precision("nvfp4")
-    assert not nvfp4.runs_on_fp4_units("AMD") and nvfp4.runs_on_fp4_units("NVIDIA")
-    assert all(nvfp4.runs_on_fp4_units(v) for v in ("Intel", "Apple", "", None))
+    """Only a make whose FP4 units' scales the catalog knows (NVIDIA, AMD: precisions.yaml fp4_units) can
+    refuse a format: NVFP4 on MI355X runs weight-only; on Gaudi or a Mac (no fp4 rate anyway) it is not
+    refused; mxfp4 runs on both NVIDIA's and AMD's units."""
+    assert not catalog.fp4_units_take("nvfp4", "mi355x") and catalog.fp4_units_take("nvfp4", "b200")
+    assert catalog.fp4_units_take("mxfp4", "mi355x") and catalog.fp4_units_take("mxfp4", "b200")
+    assert catalog.fp4_units_take("nvfp4", "gaudi3") and catalog.fp4_units_take("nvfp4", "m2-ultra")
+    assert catalog.fp4_units_take("fp8", "mi355x")  # not an fp4 format

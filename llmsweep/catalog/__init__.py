@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from llmsweep.catalog.architecture import load_config_file
-from llmsweep.catalog.engines import resolve_engine
+from llmsweep.catalog.engines import gpu_platform, resolve_engine
 from llmsweep.catalog.gpus import Gpu
 from llmsweep.catalog.models import ModelEntry
 from llmsweep.catalog.names import (
@@ -26,7 +26,7 @@ from llmsweep.catalog.names import (
     NameIndex,
     Resolved,
 )
-from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format, vendor_in
+from llmsweep.catalog.precisions import FP4_FALLBACK, GENERIC_FP4, Precision, bits_per_weight_format
 from llmsweep.catalog.profiles import Profile
 from llmsweep.errors import CatalogError, LlmsweepError, SpecError, UnknownNameError, did_you_mean
 from llmsweep.yamlfile import load_yaml
@@ -127,15 +127,33 @@ class Catalog:
         units take and AMD's MI355X checkpoints use, e.g. amd/DeepSeek-R1-0528-MXFP4; sources in
         precisions.yaml). A vendor without a format of its own, a GPU naming no vendor, and no GPU
         (gid None: the KV-cache axis) get FP4_FALLBACK, nvfp4. The note says which, for the row."""
-        vendor = self.gpu(gid).vendor if gid is not None else None
-        if vendor:
-            for pid, p in self.precisions.items():
-                if whose := vendor_in(vendor, p.fp4_of):
-                    return Resolved(pid, f"fp4 on {gid} is {pid}, {whose}'s FP4 format")
         if gid is None:
             return Resolved(FP4_FALLBACK)
+        platform = self.platform(gid)
+        for pid, p in self.precisions.items():
+            whose = next((v for v in p.fp4_of if v.lower() == platform), None)
+            if whose:
+                return Resolved(pid, f"fp4 on {gid} is {pid}, {whose}'s FP4 format")
+        vendor = self.gpu(gid).vendor
         whose = f"{vendor} has no FP4 format of its own" if vendor else f"{gid} names no vendor"
         return Resolved(FP4_FALLBACK, f"fp4 on {gid} is {FP4_FALLBACK} ({whose}; NVIDIA's assumed)")
+
+    def platform(self, gid: str) -> str | None:
+        """The GPU's make (nvidia, amd, intel, apple, gaudi; None unknown): its vendor, else its family."""
+        g = self.gpu(gid)
+        return gpu_platform(g.vendor, g.family)
+
+    def fp4_units_take(self, pid: str, gid: str) -> bool:
+        """Whether GPU `gid` runs format `pid` on its FP4 units (where it has an fp4 rate). False only
+        for an fp4 format whose scales that make's units do not take: NVFP4 (e4m3 scales per 16
+        values) on AMD CDNA 4, whose scaled MFMA instructions take e8m0 scales per 32 values (AMD CDNA
+        4 ISA reference guide; precisions.yaml `fp4_units`). A make no format's `fp4_units` names
+        (Intel, Apple, a sweep's GPU of unknown make) is taken at its word: its FP4 rate runs it."""
+        p, platform = self.precision(pid), self.platform(gid)
+        if p is None or p.compute_dtype != "fp4" or p.fp4_units is None or platform is None:
+            return True
+        known = {u.lower() for q in self.precisions.values() for u in q.fp4_units or ()}
+        return platform in {u.lower() for u in p.fp4_units} or platform not in known
 
     def weight_format(self, pid: str, gid: str | None, model: str | None = None) -> Resolved:
         """The format precision id `pid` (from resolve_precision) is on GPU `gid`: `fp4` per GPU
@@ -146,7 +164,7 @@ class Catalog:
             return Resolved(pid)
         own = self.model(model).default_precision if model is not None and gid is not None else None
         fmt = self.precisions.get(own) if own else None
-        if fmt is not None and fmt.compute_dtype == "fp4" and fmt.runs_on_fp4_units(self.gpu(gid).vendor):
+        if fmt is not None and fmt.compute_dtype == "fp4" and self.fp4_units_take(own, gid):
             return Resolved(own, f"fp4 for {model} on {gid} is {own}, its checkpoint's own FP4 format")
         return self.fp4_format(gid)
 

@@ -115,11 +115,15 @@ _FAMILY_PLATFORM = {
 
 
 def gpu_platform(vendor: str | None, family: str | None) -> str | None:
-    """'NVIDIA (with MediaTek)' -> nvidia; 'Intel (Habana)' -> gaudi; no vendor: by family (hopper -> nvidia)."""
+    """'NVIDIA (with MediaTek)' -> nvidia; 'Advanced Micro Devices' -> amd; 'Intel (Habana)' -> gaudi;
+    no vendor: by family (hopper -> nvidia). The one reading of a GPU's make: engines' platforms and
+    each vendor's FP4 format (Catalog.platform) both use it."""
     if vendor:
-        v = vendor.lower()
+        v = vendor.strip().lower()
         if "habana" in v or "gaudi" in v:
             return "gaudi"
+        if v.startswith("advanced micro devices"):
+            return "amd"
         for key in ("nvidia", "amd", "apple", "intel"):
             if v.startswith(key):
                 return key

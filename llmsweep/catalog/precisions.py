@@ -14,8 +14,6 @@ GENERIC_FP4 = "fp4"
 # Apple), on a sweep's GPU that names no vendor, and on the KV-cache axis (not resolved per GPU).
 # NVFP4, what `fp4` meant before it was resolved per vendor.
 FP4_FALLBACK = "nvfp4"
-# vendors whose FP4 units' scale formats the catalog knows (precisions.yaml `fp4_units`, with sources)
-FP4_VENDORS = ("NVIDIA", "AMD")
 
 
 class Precision(BaseModel):
@@ -61,27 +59,6 @@ class Precision(BaseModel):
     @property
     def activation_bytes(self) -> float:
         return 4.0 if self.activation_dtype == "fp32" else 2.0
-
-    def runs_on_fp4_units(self, vendor: str | None) -> bool:
-        """Whether a GPU of `vendor` runs this format on its FP4 units (where it has an fp4 rate).
-        False only for an fp4 format whose scales that vendor's units do not take: NVFP4 (e4m3
-        scales per 16 values) on AMD CDNA 4, whose scaled MFMA instructions take e8m0 scales per
-        32 values (AMD CDNA 4 ISA reference guide; precisions.yaml `fp4_units`). A GPU naming no
-        vendor is given the benefit of the doubt, as before vendors were told apart."""
-        if self.compute_dtype != "fp4" or self.fp4_units is None or vendor is None:
-            return True
-        # only a vendor whose FP4 units' scale formats are known can be refused; another (Intel, Apple, a
-        # custom GPU's) with an FP4 rate of its own is taken at its word
-        return vendor_in(vendor, self.fp4_units) is not None or vendor_in(vendor, list(FP4_VENDORS)) is None
-
-
-def vendor_in(vendor: str, vendors: list[str]) -> str | None:
-    """The entry of `vendors` that names a GPU's `vendor`, as gpus.yaml writes it, by its first word,
-    case and punctuation aside ('NVIDIA (with MediaTek)' for DGX Spark is NVIDIA, 'AMD/ATI' and
-    'Advanced Micro Devices' AMD, 'Intel (Habana)' Intel); else None."""
-    words = [w for w in re.split(r"[^0-9a-z]+", vendor.casefold()) if w]
-    first = "amd" if words[:3] == ["advanced", "micro", "devices"] else (words[0] if words else "")
-    return next((v for v in vendors if v.casefold() == first), None)
 
 
 def bits_per_weight_format(name: str) -> Precision | None:
