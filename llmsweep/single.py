@@ -287,9 +287,10 @@ def estimate_one(
     # vendor's FP4 format, resolved by the grid, whose row notes say which (Catalog.fp4_format)
     p = catalog.resolve_precision(precision or auto_precision(catalog, m.id, named))
     weights = catalog.weight_format(p.id, g.id, m.id).id
-    kv = "auto"
+    kv, kv_note = "auto", None
     if kv_precision.strip().lower() != "auto":  # a cache's `fp4` is not resolved per GPU, as in a sweep
-        kv = catalog.weight_format(catalog.resolve_precision(kv_precision).id, None).id
+        cache = catalog.kv_format(catalog.resolve_precision(kv_precision).id)
+        kv, kv_note = cache.id, cache.note
     prof = catalog.profile(profile)
     pools = {
         "prefill_workers": prefill_workers,
@@ -343,5 +344,5 @@ def estimate_one(
         if most is not None and input_tokens + output_tokens > most
         else None
     )
-    notes = tuple(n for n in (g.note, m.note, overridden, p.note, draft_note, too_long, *prices.notes) if n)
+    notes = tuple(n for n in (g.note, m.note, overridden, p.note, kv_note, draft_note, too_long, *prices.notes) if n)
     return Estimate(frame=frame, notes=notes, profile=profile)

@@ -72,7 +72,8 @@ def test_a_kv_cache_in_fp4_is_nvfp4_on_every_gpu(tmp_path):
     path.write_text("name: kv\ngrid:\n  gpu: [b200, mi355x]\n  model: [llama-3.1-8b]\n  kv_precision: [fp4]\n")
     sweep = load(path)
     assert sweep.axes.kv_precision == ["nvfp4"]
-    assert "grid.kv_precision 'fp4' is nvfp4: the KV-cache axis is not resolved per GPU" in sweep.notes
+    said = "grid.kv_precision 'fp4': a KV cache's fp4 is nvfp4: the KV-cache axis is not resolved per GPU"
+    assert said in sweep.notes
 
 
 def test_exclude_rules_see_fp4_per_gpu(tmp_path):

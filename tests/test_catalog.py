@@ -171,12 +171,14 @@ def test_fp4_names_each_gpu_vendors_format(catalog):
         "mxfp4",
     ]
     assert catalog.fp4_format("mi355x").note == "fp4 on mi355x is mxfp4, AMD's FP4 format"
-    # no format of the vendor's own, or no GPU (the KV-cache axis): nvfp4, as before
+    # no format of the vendor's own, or a KV cache (not resolved per GPU): nvfp4, as before
     assert (
         catalog.fp4_format("m2-ultra").note
         == "fp4 on m2-ultra is nvfp4 (Apple has no FP4 format of its own; NVIDIA's assumed)"
     )
-    assert (catalog.fp4_format(None).id, catalog.fp4_format(None).note) == ("nvfp4", None)
+    kv = catalog.kv_format("fp4")
+    assert (kv.id, kv.note) == ("nvfp4", "a KV cache's fp4 is nvfp4: the KV-cache axis is not resolved per GPU")
+    assert (catalog.kv_format("fp8").id, catalog.kv_format("fp8").note) == ("fp8", None)
     # the explicit names are themselves
     assert [catalog.weight_format(p, "mi355x").id for p in ("nvfp4", "mxfp4", "fp8")] == ["nvfp4", "mxfp4", "fp8"]
     assert catalog.resolve_precision("nvfp4-w4a4").id == "nvfp4" and catalog.resolve_precision("MX-FP4").id == "mxfp4"

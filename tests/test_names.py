@@ -353,3 +353,24 @@ def test_degenerate_names_are_unknown(catalog, name):
 @pytest.mark.parametrize(("name", "gpu"), [("rtx4090", "rtx-4090"), ("H100SXM", "h100-sxm"), ("mi300x", "mi300x")])
 def test_gpu_names_punctuation_aside(catalog, name, gpu):
     assert catalog.resolve_gpu(name).id == gpu
+
+
+def test_cli_estimate_says_what_a_kv_cache_fp4_is():
+    r = invoke(
+        "estimate",
+        "--gpu",
+        "mi355x",
+        "--model",
+        "deepseek-r1",
+        "--precision",
+        "fp4",
+        "--kv-precision",
+        "fp4",
+        "--tp",
+        "8",
+        "--format",
+        "json",
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["kv_precision"] == "nvfp4"
+    assert "note: a KV cache's fp4 is nvfp4: the KV-cache axis is not resolved per GPU" in r.stderr

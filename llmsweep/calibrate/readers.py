@@ -281,7 +281,10 @@ def _measurement(names: _Names, row: dict, rid: str) -> Measurement:
     if precision in ("", "unknown"):
         raise RowError("weight precision not stated")
     kv = _text(row, "kv_precision")
-    kv = "auto" if kv in ("", "unknown") else names.catalog.weight_format(names("precision", kv), None).id
+    cache = None if kv in ("", "unknown") else names.catalog.kv_format(names("precision", kv))
+    kv = "auto" if cache is None else cache.id
+    if cache is not None and cache.note:
+        notes.append(cache.note)
     batch: int | str = _int(row, "batch", minimum=1, maximum=MAX_BATCH) if _text(row, "batch") else MAX
     if batch == MAX:
         notes.append("batch not stated: the largest that fits")

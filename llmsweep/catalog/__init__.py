@@ -120,15 +120,13 @@ class Catalog:
                 "precision", name, e.suggestions, "`llmsweep precisions` lists them; any '<N>bpw' also works"
             ) from None
 
-    def fp4_format(self, gid: str | None) -> Resolved:
+    def fp4_format(self, gid: str) -> Resolved:
         """What a generic `fp4` means on GPU `gid`: the FP4 format of the GPU's vendor, the precision
         whose `fp4_of` names it (NVIDIA: nvfp4, e4m3 scales per 16 values, NVIDIA's Blackwell format
         and its FP4 checkpoints'; AMD: mxfp4, OCP MX e8m0 scales per 32 values, what CDNA 4's FP4
         units take and AMD's MI355X checkpoints use, e.g. amd/DeepSeek-R1-0528-MXFP4; sources in
-        precisions.yaml). A vendor without a format of its own, a GPU naming no vendor, and no GPU
-        (gid None: the KV-cache axis) get FP4_FALLBACK, nvfp4. The note says which, for the row."""
-        if gid is None:
-            return Resolved(FP4_FALLBACK)
+        precisions.yaml). A vendor without a format of its own and a GPU of unknown make get
+        FP4_FALLBACK, nvfp4. The note says which, for the row."""
         platform = self.platform(gid)
         for pid, p in self.precisions.items():
             whose = next((v for v in p.fp4_of if v.lower() == platform), None)
@@ -155,14 +153,21 @@ class Catalog:
         known = {u.lower() for q in self.precisions.values() for u in q.fp4_units or ()}
         return platform in {u.lower() for u in p.fp4_units} or platform not in known
 
-    def weight_format(self, pid: str, gid: str | None, model: str | None = None) -> Resolved:
+    def kv_format(self, pid: str) -> Resolved:
+        """The format a KV cache's precision id `pid` (from resolve_precision) names: `fp4` is
+        FP4_FALLBACK, nvfp4, with a note (a cache's format is not resolved per GPU), any other id itself."""
+        if pid != GENERIC_FP4:
+            return Resolved(pid)
+        return Resolved(FP4_FALLBACK, f"a KV cache's fp4 is {FP4_FALLBACK}: the KV-cache axis is not resolved per GPU")
+
+    def weight_format(self, pid: str, gid: str, model: str | None = None) -> Resolved:
         """The format precision id `pid` (from resolve_precision) is on GPU `gid`: `fp4` per GPU
-        (fp4_format; gid None: a KV cache's, not resolved per GPU), any other id itself. A model
+        (fp4_format), any other id itself. A model
         whose checkpoint is in an FP4 format the GPU's FP4 units take (gpt-oss's MXFP4 on Blackwell or
         CDNA 4) keeps it: `fp4` is not a re-quantisation into the vendor's other format."""
         if pid != GENERIC_FP4:
             return Resolved(pid)
-        own = self.model(model).default_precision if model is not None and gid is not None else None
+        own = self.model(model).default_precision if model is not None else None
         fmt = self.precisions.get(own) if own else None
         if fmt is not None and fmt.compute_dtype == "fp4" and self.fp4_units_take(own, gid):
             return Resolved(own, f"fp4 for {model} on {gid} is {own}, its checkpoint's own FP4 format")

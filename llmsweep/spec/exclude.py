@@ -105,8 +105,8 @@ def _value(r: _Resolver, at: KeyPath, key: str, v: Any) -> Any:
                 return None
             if rid != GENERIC_FP4:
                 return rid
-            if key == "kv_precision":  # as the grid reads it: the KV-cache axis is not resolved per GPU
-                return r.catalog.fp4_format(None).id
+            if key == "kv_precision":  # as the grid reads it
+                return r.catalog.kv_format(rid).id
             r.fail(
                 at,
                 "exclude rules name a weight format (nvfp4, mxfp4), not fp4, which is each GPU vendor's own "

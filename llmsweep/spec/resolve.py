@@ -16,7 +16,6 @@ from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
 from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize, parse_gpu
-from llmsweep.catalog.precisions import GENERIC_FP4
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
 from llmsweep.spec.models import EVERY_GPU, CostSpec, SweepSpec
 from llmsweep.spec.problems import _pydantic_problems
@@ -209,9 +208,9 @@ class _Resolver:
                         self.fail(("grid", axis, i), str(e))
                     continue
                 rid = r.id
-                if axis == "kv_precision" and rid == GENERIC_FP4:  # a cache's format is not resolved per GPU
-                    rid = self.catalog.fp4_format(None).id
-                    self.notes.append(f"grid.kv_precision {name!r} is {rid}: the KV-cache axis is not resolved per GPU")
+                if axis == "kv_precision" and (kv := self.catalog.kv_format(rid)).note:
+                    rid = kv.id
+                    self.notes.append(f"grid.kv_precision {name!r}: {kv.note}")
                 if r.note:
                     self.notes.append(r.note)
                 if getattr(r, "precision", None):  # a model name that states its format (…-FP8)
