@@ -582,6 +582,14 @@ COLUMNS: tuple[Column, ...] = tuple(
             False,
         ),
         ("draft_params_active", F, "parameters", "Draft active parameters", "Of them, active per token.", False),
+        (
+            "draft_unquantized_params",
+            F,
+            "parameters",
+            "Draft 16-bit parameters",
+            "Of them, the draft's embedding and LM head, kept at 16 bits in quantised formats (null: no draft model).",
+            False,
+        ),
         ("draft_layers", I, "layers", "Draft layers", "The draft's layers (mtp, eagle: 1).", False),
         (
             "draft_kv_elements_per_token",

@@ -402,6 +402,12 @@ def speculation_table_row(spec: Speculation, draft) -> dict:
         "given_tokens_per_step": spec.tokens_per_step,
         "draft_params_total": float(draft.params_total) if draft else None,
         "draft_params_active": float(draft.params_active) if draft else None,
+        # its embedding and LM head (counted once when tied), kept at 16 bits as a target's are
+        "draft_unquantized_params": float(
+            draft.embedding_params + (0 if draft.tied_embeddings else draft.lm_head_params)
+        )
+        if draft
+        else None,
         "draft_layers": draft.layers if draft else None,
         "draft_kv_elements_per_token": float(draft.kv_elements_per_token) if draft else None,
         "draft_kv_heads": draft.kv_heads if draft else None,

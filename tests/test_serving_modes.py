@@ -527,3 +527,15 @@ def test_a_disaggregated_replicas_capacity_is_the_edge_of_saturation():
     for share, saturated in ((0.99, False), (1.02, True)):
         out = disaggregated.open_loop(frame.lazy(), pl.lit(cap[0] * share)).collect()
         assert out["saturated"][0] == saturated
+
+
+def test_a_draft_models_weights_are_counted_as_a_targets():
+    """Llama-3.1-8B in int4 drafting Llama-3.1-70B: its weights are 6,979,588,096 x 0.515625 (int4 g128,
+    4.125 bits) + its 16-bit embedding and LM head 2 x 128,256 x 4,096 = 1,050,673,152 x 2 =
+    3,598,850,112 + 2,101,346,304 = 5,700,196,416 bytes, what it weighs as a target, not its 8.03e9
+    parameters x 0.515625 = 4.14e9."""
+    kw = dict(gpu="h100-sxm", precision="int4", tp=1, input_tokens=1024, output_tokens=256)
+    drafted = estimate_row(model=L70, **kw, speculative=speculation(method="draft", draft_tokens=3, draft_model=L8))
+    assert drafted["draft_unquantized_params"] == 2 * 128_256 * 4_096 == 1_050_673_152
+    assert drafted["draft_weight_bytes"] == pytest.approx(5_700_196_416, rel=1e-12)
+    assert drafted["draft_weight_bytes"] == pytest.approx(estimate_row(model=L8, **kw)["model_weight_bytes"], rel=1e-12)

@@ -34,9 +34,13 @@ def model_weight_bytes() -> pl.Expr:
     b_w includes quantisation scales (int4 g128 = 4.125 bits = 0.515625 bytes), so no integer
     division can turn half a byte into zero. Llama-3.1-8B int4: 6,979,588,096 x 0.515625 +
     1,050,673,152 x 2 = 3,598,850,112 + 2,101,346,304 = 5.70e9 bytes, not 8.03e9 x 0.515625 = 4.14e9."""
-    return c.params_total * c.bytes_per_weight + unquantized_params() * (
-        c.unquantized_bytes_per_weight - c.bytes_per_weight
-    )
+    return weights_at_format(c.params_total, unquantized_params())
+
+
+def weights_at_format(params: pl.Expr, unquantized: pl.Expr) -> pl.Expr:
+    """P x b_w + P_u x (b_u - b_w) [bytes]: `params` weights in the row's format, `unquantized` of them
+    kept at b_u (model_weight_bytes; a draft model's, speculative.draft_weight_bytes)."""
+    return params * c.bytes_per_weight + unquantized * (c.unquantized_bytes_per_weight - c.bytes_per_weight)
 
 
 def weight_bytes() -> pl.Expr:

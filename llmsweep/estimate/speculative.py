@@ -54,6 +54,7 @@ import polars as pl
 
 from llmsweep.columns import c
 from llmsweep.estimate.experts import weight_bytes_read
+from llmsweep.estimate.memory import weights_at_format
 
 METHODS = ("none", "mtp", "eagle", "draft")
 
@@ -114,10 +115,13 @@ def draft_kv_ratio() -> pl.Expr:
 
 
 def draft_weight_bytes() -> pl.Expr:
-    """Weights the draft adds to a worker: the draft model's parameters x b_w, or one decoder layer
-    of the target (mtp, eagle): P x b_w / L. DeepSeek-V3 ships its MTP module as a 61st+1 layer
-    (about 11.5 B of its 14 B extra parameters sit in that layer's experts)."""
-    own = pl.coalesce(c.draft_params_total * c.bytes_per_weight, c.model_weight_bytes / c.layers)
+    """Weights the draft adds to a worker: the draft model's, as the target's are counted (its
+    parameters at b_w, its embedding and LM head at b_u: memory.weights_at_format; Llama-3.1-8B in int4,
+    5.70e9 bytes as a draft as it is as a target), or one decoder layer of the target (mtp, eagle): the
+    target's weight bytes / L. DeepSeek-V3 ships its MTP module as a 61st+1 layer (about 11.5 B of
+    its 14 B extra parameters sit in that layer's experts)."""
+    draft = weights_at_format(c.draft_params_total, c.draft_unquantized_params)
+    own = pl.coalesce(draft, c.model_weight_bytes / c.layers)
     return pl.when(c.draft_tokens > 0).then(own).otherwise(0.0)
 
 
