@@ -281,10 +281,11 @@ def weight_formats(catalog: Catalog, axes: Axes) -> list[tuple[str, str, str, st
     return [(*key, note) for key, note in found.items()]
 
 
-def model_precisions(catalog: Catalog, axes: Axes) -> list[tuple[str, str]]:
+def model_precisions(catalog: Catalog, axes: Axes, formats: Sequence[tuple] | None = None) -> list[tuple[str, str]]:
     """(model, precision) pairs of the grid, `auto` resolved per model and `fp4` per GPU (pairs
-    listed once)."""
-    return list(dict.fromkeys((m, p) for _, m, p, _ in weight_formats(catalog, axes)))
+    listed once), from `formats` (weight_formats) when the caller has them."""
+    formats = weight_formats(catalog, axes) if formats is None else formats
+    return list(dict.fromkeys((m, p) for _, m, p, _ in formats))
 
 
 def format_table(formats: Sequence[tuple[str, str, str, str | None]]) -> pl.LazyFrame:
@@ -534,7 +535,7 @@ def grid_parts(
     contexts: Sequence[int] | None = None,
 ) -> GridParts:
     formats = weight_formats(catalog, axes)
-    pairs = list(dict.fromkeys((m, p) for _, m, p, _ in formats))
+    pairs = model_precisions(catalog, axes, formats)
     precisions = [p for _, p in pairs]
     rates = precision_table(catalog, axes.gpu, precisions)
     engines = resolved_engines(catalog, axes.gpu, axes.engine)

@@ -91,19 +91,13 @@ def served(framework: str | None) -> bool:
 # A GPU's platform, from the catalog's `vendor` (the first word: 'Intel (Habana)' is Gaudi, an
 # accelerator with its own software stack, not an Intel GPU), else from its family for a sweep's own GPU
 # without a vendor; None (no rule applies) for a GPU of unknown make.
+# platform -> (one GPU of it, several), as the reasons say them
 PLATFORM_NAMES = {
-    "nvidia": "an NVIDIA GPU",
-    "amd": "an AMD GPU",
-    "apple": "Apple silicon",
-    "intel": "an Intel GPU",
-    "gaudi": "Intel Gaudi",
-}
-_PLATFORMS_PLURAL = {
-    "nvidia": "NVIDIA GPUs",
-    "amd": "AMD GPUs",
-    "apple": "Apple silicon",
-    "intel": "Intel GPUs",
-    "gaudi": "Intel Gaudi",
+    "nvidia": ("an NVIDIA GPU", "NVIDIA GPUs"),
+    "amd": ("an AMD GPU", "AMD GPUs"),
+    "apple": ("Apple silicon", "Apple silicon"),
+    "intel": ("an Intel GPU", "Intel GPUs"),
+    "gaudi": ("Intel Gaudi", "Intel Gaudi"),
 }
 _FAMILY_PLATFORM = {
     **dict.fromkeys(("blackwell", "hopper", "ada", "ampere", "turing", "volta", "pascal", "geforce"), "nvidia"),
@@ -158,12 +152,12 @@ def platform_reason(engine: str, platform: str | None) -> str | None:
     runs_on = ENGINE_PLATFORMS.get(engine)
     if runs_on is None or platform is None or platform in runs_on:
         return None
-    listed = [_PLATFORMS_PLURAL[p] for p in _PLATFORMS_PLURAL if p in runs_on]
+    listed = [plural for p, (_, plural) in PLATFORM_NAMES.items() if p in runs_on]
     where = listed[0] + " only" if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
     if engine == "mlx":
         where += " (its CUDA backend is not modelled)"
     name = "MLX" if engine == "mlx" else ENGINES[engine]
-    return f"{name} runs on {where}, not on {PLATFORM_NAMES[platform]}"
+    return f"{name} runs on {where}, not on {PLATFORM_NAMES[platform][0]}"
 
 
 def default_engine(family: str) -> str:
