@@ -75,17 +75,18 @@ def kv_window_bytes_per_token() -> pl.Expr:
     return c.kv_window_elements_per_token * c.kv_bytes_per_element
 
 
-def kv_split() -> pl.Expr:
-    """How many GPUs share one sequence's KV cache: pp x min(tp, h_kv). A KV head is never split,
-    so with tp > h_kv heads are replicated (MLA's single latent is replicated on every tp rank). In
-    Gemma 4 this is its window layers'; its full layers have full_kv_split."""
-    return c.pp * pl.min_horizontal(c.tp, c.kv_heads)
+def kv_split(heads: pl.Expr | None = None) -> pl.Expr:
+    """How many GPUs share one sequence's KV cache: pp x min(tp, h_kv) (`heads`, by default the
+    row's kv_heads; a draft model's its own). A KV head is never split, so with tp > h_kv heads are
+    replicated (MLA's single latent is replicated on every tp rank). In Gemma 4 this is its window
+    layers'; its full layers have full_kv_split."""
+    return c.pp * pl.min_horizontal(c.tp, c.kv_heads if heads is None else heads)
 
 
 def full_kv_split() -> pl.Expr:
     """kv_split of the full-attention layers: pp x min(tp, their h_kv) (Gemma 4's 2 global KV heads
     against its window layers' 8; the same as kv_split in every other model)."""
-    return c.pp * pl.min_horizontal(c.tp, c.full_kv_heads)
+    return kv_split(c.full_kv_heads)
 
 
 def state_split() -> pl.Expr:
@@ -96,14 +97,15 @@ def state_split() -> pl.Expr:
     return c.pp * c.tp
 
 
-def kv_read_replicas() -> pl.Expr:
-    """Copies of each KV head that the tp ranks read per step: tp / min(tp, h_kv) (1 unless replicated)."""
-    return c.tp / pl.min_horizontal(c.tp, c.kv_heads)
+def kv_read_replicas(heads: pl.Expr | None = None) -> pl.Expr:
+    """Copies of each KV head that the tp ranks read per step: tp / min(tp, h_kv) (1 unless
+    replicated; `heads` as in kv_split)."""
+    return c.tp / pl.min_horizontal(c.tp, c.kv_heads if heads is None else heads)
 
 
 def full_kv_read_replicas() -> pl.Expr:
     """kv_read_replicas of the full-attention layers: tp / min(tp, their h_kv)."""
-    return c.tp / pl.min_horizontal(c.tp, c.full_kv_heads)
+    return kv_read_replicas(c.full_kv_heads)
 
 
 def activation_bytes_per_token() -> pl.Expr:
@@ -177,8 +179,7 @@ def draft_kv_gpu_bytes(context: pl.Expr) -> pl.Expr:
     r x attention_kv_gpu_bytes(context), r = 1 / L. Llama-3.1-8B drafting for Llama-3.1-70B at tp 4,
     16-bit: 131,072 / 4 = 32,768 bytes per token on each GPU next to the target's 327,680 / 4 =
     81,920, 0.40 of it (not f = 0.114, the parameter ratio)."""
-    split = c.pp * pl.min_horizontal(c.tp, c.draft_kv_heads)
-    own = c.draft_kv_elements_per_token * c.kv_bytes_per_element * context / split
+    own = c.draft_kv_elements_per_token * c.kv_bytes_per_element * context / kv_split(c.draft_kv_heads)
     layer = c.draft_kv_ratio * attention_kv_gpu_bytes(context)
     return pl.when(c.draft_tokens == 0).then(0.0).otherwise(pl.coalesce(own, layer))
 

@@ -54,7 +54,7 @@ import polars as pl
 
 from llmsweep.columns import c
 from llmsweep.estimate.experts import weight_bytes_read
-from llmsweep.estimate.memory import weights_at_format
+from llmsweep.estimate.memory import kv_read_replicas, weights_at_format
 
 METHODS = ("none", "mtp", "eagle", "draft")
 
@@ -140,7 +140,7 @@ def kv_factor() -> pl.Expr:
     Llama-3.1-70B with Llama-3.1-8B, k = 3, tp 4 (8 KV heads each): 1 + 3 x 0.40 = 2.2. Exact when
     every target layer caches every token (dense GQA, MLA); with window, DSA or recurrent layers in
     the target the draft's reads are taken as the same share of the target's."""
-    replicas = pl.min_horizontal(c.tp, c.full_kv_heads) / pl.min_horizontal(c.tp, c.draft_kv_heads)
+    replicas = kv_read_replicas(c.draft_kv_heads) / kv_read_replicas(c.full_kv_heads)
     return 1 + c.draft_tokens * c.draft_kv_ratio * pl.coalesce(replicas, pl.lit(1.0))
 
 
