@@ -45,7 +45,13 @@ def unquantized_flop_cost() -> pl.Expr:
     in the 16-bit activation dtype (F_16 = attention_peak_flops_per_s). 1 for 16-bit formats and
     weight-only ones (int4, GGUF, fp4 without FP4 units: all compute in 16-bit); in `ideal` fp8 on
     an H100 SXM 1,979 / 989 = 2.0, NVFP4 on a B200 9,000 / 2,250 = 4 (x their dtype_efficiency)."""
-    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / c.attention_peak_flops_per_s
+    return flop_cost_at(c.attention_peak_flops_per_s, pl.lit("bf16"))
+
+
+def flop_cost_at(rate: pl.Expr, dtype: pl.Expr) -> pl.Expr:
+    """(F x f_weights) / (rate x f_dtype): one FLOP run at `rate` in `dtype`, in FLOPs at the
+    weights' rate (seconds_per_flop); 1 where both are the weights' own."""
+    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * dtype_efficiency(dtype))
 
 
 def attention_flops_per_key() -> pl.Expr:
@@ -102,7 +108,7 @@ def attention_flop_cost() -> pl.Expr:
     rate = pl.when(c.fp8_attention).then(c.fp8_peak_flops_per_s).otherwise(c.attention_peak_flops_per_s)
     # the fp8 rate where the GPU has one of its own; a 16-bit fallback (A100) keeps the 16-bit share
     attention_dtype = pl.when(c.fp8_attention & c.fp8_rate).then(pl.lit("fp8")).otherwise(pl.lit("bf16"))
-    return c.peak_flops_per_s * dtype_efficiency(c.compute_dtype) / (rate * dtype_efficiency(attention_dtype))
+    return flop_cost_at(rate, attention_dtype)
 
 
 def seconds_per_byte() -> pl.Expr:
