@@ -441,6 +441,8 @@ def validate(sweep, max_rows):
     Examples:
       llmsweep validate sweeps/example.yaml
     """
+    from dataclasses import replace
+
     from llmsweep.pipeline import count_rows
     from llmsweep.spec import load
 
@@ -448,7 +450,9 @@ def validate(sweep, max_rows):
     for n in s.notes:
         _note(n)
     rows = count_rows(s)  # after exclusions: the count `run` reports
-    before = f" ({s.size:,} before exclusions)" if rows != s.size else ""
+    # counted, not the axes' product (fp4 and nvfp4 on an NVIDIA GPU are one format, one row)
+    unexcluded = count_rows(replace(s, exclude=())) if s.exclude else rows
+    before = f" ({unexcluded:,} before exclusions)" if rows != unexcluded else ""
     click.echo(f"OK: {rows:,} configuration{'s' * (rows != 1)}{before}")
 
 

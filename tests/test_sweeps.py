@@ -469,3 +469,14 @@ def test_the_schema_has_the_serving_modes():
     assert schema["SpeculationSpec"]["properties"]["acceptance"]["anyOf"][0]["exclusiveMinimum"] == 0
     assert set(schema["PrefillSpec"]["properties"]) == {"workers", "tp", "pp", "ep", "dp_attention"}
     assert schema["WorkloadSpec"]["properties"]["prefix_hit_rate"]["anyOf"][0]["exclusiveMaximum"] == 1
+
+
+def test_validate_counts_rows_not_the_axes_product(tmp_path):
+    # fp4 is nvfp4 on b200 and mxfp4 on mi355x: 2 GPUs x 3 spellings = 6 combinations, 4 formats (rows);
+    # no exclusion rule, so no "before exclusions" (it printed "4 configurations (6 before exclusions)")
+    path = tmp_path / "dup.yaml"
+    path.write_text(
+        "name: dup\ngrid: {gpu: [b200, mi355x], model: [deepseek-r1], precision: [fp4, nvfp4, mxfp4], tp: [8]}\n"
+    )
+    r = CliRunner().invoke(main, ["validate", str(path)])
+    assert r.exit_code == 0 and r.stdout.strip() == "OK: 4 configurations", r.output
