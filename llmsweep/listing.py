@@ -56,7 +56,9 @@ def _model_rows(cat) -> list[dict]:
 
 
 def _precision_rows(cat) -> list[dict]:
-    return [
+    """One row per format, then the generic `fp4` a sweep may name: its bits are the format each vendor's
+    GPUs take (`llmsweep precisions fp4` gives the mapping)."""
+    rows = [
         {
             "id": pid,
             "name": p.name,
@@ -67,6 +69,19 @@ def _precision_rows(cat) -> list[dict]:
         }
         for pid, p in cat.precisions.items()
     ]
+    formats = _fp4_entry(cat)["formats"]
+    mapping = ", ".join(f"{pid} on {vendor}" for vendor, pid in formats.items())
+    rows.append(
+        {
+            "id": GENERIC_FP4,
+            "name": "FP4, the GPU vendor's own",
+            "bits_per_weight": None,  # the format's: per GPU
+            "bytes_per_weight": None,
+            "compute_dtype": "fp4",
+            "source": f"{mapping}, else {FP4_FALLBACK} (llmsweep precisions fp4)",
+        }
+    )
+    return rows
 
 
 def _fp4_entry(cat) -> dict:

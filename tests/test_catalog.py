@@ -189,6 +189,16 @@ def test_cli_precisions_fp4_lists_each_vendors_format():
 
     shown = json.loads(render("precision", "fp4", "json"))
     assert (shown["id"], shown["formats"], shown["otherwise"]) == ("fp4", {"NVIDIA": "nvfp4", "AMD": "mxfp4"}, "nvfp4")
+    # the list names it too, since a sweep may write it: its bits are the format each GPU takes
+    listed = json.loads(render("precision", None, "json"))[-1]
+    assert listed == {
+        "id": "fp4",
+        "name": "FP4, the GPU vendor's own",
+        "bits_per_weight": None,
+        "bytes_per_weight": None,
+        "compute_dtype": "fp4",
+        "source": "nvfp4 on NVIDIA, mxfp4 on AMD, else nvfp4 (llmsweep precisions fp4)",
+    }
 
 
 @pytest.mark.parametrize(
