@@ -226,6 +226,27 @@ def test_parsers():
     assert parse_model("nvidia/Llama-3_3-Nemotron-Super-49B-v1").key == "llama-3.3-nemotron-super-49b-v1"
 
 
+@pytest.mark.parametrize(
+    ("name", "precision", "said"),
+    [
+        ("amd/DeepSeek-R1-MXFP4-Preview", "mxfp4", "'-MXFP4-Preview' names precision mxfp4"),
+        ("amd/DeepSeek-R1-0528-MXFP4-Preview", "mxfp4", "'-MXFP4-Preview' names precision mxfp4"),
+        ("nvidia/DeepSeek-R1-0528-FP4-v2", "nvfp4", "'-FP4-v2' names precision nvfp4"),
+    ],
+)
+def test_a_release_after_the_quantization_suffix_is_the_checkpoints(catalog, name, precision, said):
+    found = catalog.resolve_model(name)
+    assert (found.id, found.precision) == ("deepseek-ai/DeepSeek-R1", precision)
+    assert said in found.note
+
+
+def test_a_release_word_elsewhere_names_the_model():
+    # not after a quantization suffix, -v1 / -V2 / -Preview are the model's own (DeepSeek-V2 is not DeepSeek)
+    assert parse_model("deepseek-ai/DeepSeek-V2").key == "deepseek-v2"
+    assert parse_model("Qwen/Qwen3-32B-Preview").key == "qwen3-32b-preview"
+    assert parse_model("amd/DeepSeek-R1-MXFP4-Preview").quant == ("MXFP4", "Preview")
+
+
 def test_local_config_paths_are_not_read_as_repo_names(catalog, tmp_path):
     folder = tmp_path / "Llama-3.1-8B-Instruct"
     folder.mkdir()

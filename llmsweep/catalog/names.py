@@ -294,6 +294,10 @@ QUANT_WEAK: dict[str, str | None] = {
 QUANT_QUALIFIERS = frozenset({"dynamic", "static", "kv", "unsloth", "quantized"})
 # Variant words: fine-tunes of one base model share its architecture (config.json shapes).
 VARIANT_WORDS = frozenset({"instruct", "chat", "base", "it", "hf", "thinking"})
+# A checkpoint's release, after its quantization suffix (`amd/DeepSeek-R1-MXFP4-Preview`,
+# `nvidia/DeepSeek-R1-0528-FP4-v2`): dropped there only, since elsewhere it names the model
+# (`DeepSeek-V2`, `Llama-3_3-Nemotron-Super-49B-v1`).
+_RELEASE = re.compile(r"^(?:preview|v\d+)$")
 _GGUF_TYPE = re.compile(r"^i?q\d(?:_k)?(?:_[a-z0-9]+)?$")
 _BPW = re.compile(r"^\d+(?:\.\d+)?bpw$")
 _DATE = re.compile(r"^\d{4}$")
@@ -326,13 +330,18 @@ def _is_quant(tok: str) -> bool:
     return t in QUANT_STRONG or t in QUANT_WEAK or t in QUANT_QUALIFIERS or bool(_GGUF_TYPE.match(t) or _BPW.match(t))
 
 
+def _quant_at(toks: list[str], j: int) -> bool:
+    """Whether toks[j] belongs to a quantization suffix: a quantization token, or a release after one."""
+    return _is_quant(toks[j]) or (j > 0 and bool(_RELEASE.match(toks[j].lower())) and _quant_at(toks, j - 1))
+
+
 def parse_model(name: str) -> ModelName:
     """'nvidia/Llama-3.3-70B-Instruct-FP8' -> strict 'llama-3.3-70b-instruct', key 'llama-3.3-70b',
     variants ('Instruct',), quant ('FP8',)."""
     org, _, base = name.strip().rpartition("/")
     written = _tokens(base)
     strict = list(written)
-    while len(strict) > 1 and _is_quant(strict[-1]):
+    while len(strict) > 1 and _quant_at(strict, len(strict) - 1):
         strict.pop()
     toks = list(written)
     quant: list[str] = []
@@ -340,7 +349,7 @@ def parse_model(name: str) -> ModelName:
     i = len(toks)
     while i > 1:  # from the end: quantization tokens and dates, stepping over variant words
         tok = toks[i - 1]
-        if _is_quant(tok):
+        if _quant_at(toks, i - 1):
             quant.insert(0, toks.pop(i - 1))
         elif _DATE.match(tok):
             dates.insert(0, toks.pop(i - 1))
@@ -380,6 +389,8 @@ def suffix_precision(quant: Iterable[str], precision_id: Callable[[str], str | N
     file_format = False
     for tok in toks:
         t = tok.lower()
+        if _RELEASE.match(t):
+            continue  # a release of the checkpoint: no format
         if t in QUANT_STRONG:
             strong.append(QUANT_STRONG[t])
         elif t in QUANT_WEAK:
