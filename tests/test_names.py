@@ -247,6 +247,17 @@ def test_a_release_word_elsewhere_names_the_model():
     assert parse_model("amd/DeepSeek-R1-MXFP4-Preview").quant == ("MXFP4", "Preview")
 
 
+def test_a_name_of_thousands_of_release_words_is_read_not_a_recursion_error():
+    # each -v2 looked back through the ones before it, a call deeper each: 1,500 of them raised RecursionError
+    many = "-v2" * 1500
+    found = CliRunner().invoke(main, ["estimate", "--gpu", "h100-sxm", "--model", f"Llama-3.1-8B-FP8{many}"])
+    assert found.exit_code == 0 and "'-FP8-v2-v2-v2" in found.output, found.output[-2000:]
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "h100-sxm", "--model", f"Llama-3.1-8B{many}"])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit), r.output[-2000:]
+    assert "unknown model 'Llama-3.1-8B-v2-v2-v2" in r.output
+    assert parse_model(f"DeepSeek-R1-MXFP4-Preview{'-Preview' * 1500}").key == "deepseek-r1"
+
+
 def test_local_config_paths_are_not_read_as_repo_names(catalog, tmp_path):
     folder = tmp_path / "Llama-3.1-8B-Instruct"
     folder.mkdir()

@@ -330,9 +330,13 @@ def _is_quant(tok: str) -> bool:
     return t in QUANT_STRONG or t in QUANT_WEAK or t in QUANT_QUALIFIERS or bool(_GGUF_TYPE.match(t) or _BPW.match(t))
 
 
-def _quant_at(toks: list[str], j: int) -> bool:
-    """Whether toks[j] belongs to a quantization suffix: a quantization token, or a release after one."""
-    return _is_quant(toks[j]) or (j > 0 and bool(_RELEASE.match(toks[j].lower())) and _quant_at(toks, j - 1))
+def _in_quant(toks: list[str]) -> list[bool]:
+    """Whether each token belongs to a quantization suffix: a quantization token, or a release after
+    one (`-FP4-v2`). Read left to right in one pass: a name of thousands of `-v2` is no deeper."""
+    flags: list[bool] = []
+    for tok in toks:
+        flags.append(_is_quant(tok) or (bool(flags) and flags[-1] and bool(_RELEASE.match(tok.lower()))))
+    return flags
 
 
 def parse_model(name: str) -> ModelName:
@@ -340,8 +344,9 @@ def parse_model(name: str) -> ModelName:
     variants ('Instruct',), quant ('FP8',)."""
     org, _, base = name.strip().rpartition("/")
     written = _tokens(base)
+    in_quant = _in_quant(written)  # a token's flag reads only the tokens before it, which no pop below moves
     strict = list(written)
-    while len(strict) > 1 and _quant_at(strict, len(strict) - 1):
+    while len(strict) > 1 and in_quant[len(strict) - 1]:
         strict.pop()
     toks = list(written)
     quant: list[str] = []
@@ -349,7 +354,7 @@ def parse_model(name: str) -> ModelName:
     i = len(toks)
     while i > 1:  # from the end: quantization tokens and dates, stepping over variant words
         tok = toks[i - 1]
-        if _quant_at(toks, i - 1):
+        if in_quant[i - 1]:
             quant.insert(0, toks.pop(i - 1))
         elif _DATE.match(tok):
             dates.insert(0, toks.pop(i - 1))
