@@ -357,6 +357,18 @@ def _check_workload_lengths(r: _Resolver, spec: SweepSpec, inputs: Sequence[int]
                 f"{value:,} is not among the grid's {axis} [{listed}]: the fleet is sized at the grid's"
                 f" lengths, so add {fix} (or drop it here)",
             )
+    contexts = spec.grid.context
+    if contexts and w.input_tokens in inputs and w.output_tokens in outputs:
+        # each length is the grid's, but a context grid pairs them: (1,792, 512) over context [2,048] is no row
+        context = w.input_tokens + w.output_tokens
+        if context not in contexts:
+            listed = ", ".join(f"{v:,}" for v in sorted(contexts))
+            r.fail(
+                ("workload",),
+                f"input_tokens {w.input_tokens:,} with output_tokens {w.output_tokens:,} is a context of "
+                f"{context:,}, not among the grid's context [{listed}]: the fleet is sized at the grid's lengths, "
+                f"so add {context:,} to grid.context (or change them here)",
+            )
 
 
 def _check_rank_by(r: _Resolver, column: str) -> None:
