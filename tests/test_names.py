@@ -258,6 +258,20 @@ def test_a_name_of_thousands_of_release_words_is_read_not_a_recursion_error():
     assert parse_model(f"DeepSeek-R1-MXFP4-Preview{'-Preview' * 1500}").key == "deepseek-r1"
 
 
+@pytest.mark.parametrize(
+    ("name", "mid", "precision"),
+    [
+        ("nvidia/Llama-3.3-70B-Instruct-FP8/", "meta-llama/Llama-3.3-70B-Instruct", "fp8"),
+        ("amd/DeepSeek-R1-MXFP4-Preview/", "deepseek-ai/DeepSeek-R1", "mxfp4"),
+        ("Meta-Llama-3-8B//", "meta-llama/Meta-Llama-3-8B", None),
+    ],
+)
+def test_a_trailing_slash_ends_no_name(catalog, name, mid, precision):
+    # the slash left an empty repo name: unknown, with a did-you-mean of Llama-3.1-70B for Llama-3.3-70B's FP8
+    found = catalog.resolve_model(name)
+    assert (found.id, found.precision) == (mid, precision)
+
+
 def test_local_config_paths_are_not_read_as_repo_names(catalog, tmp_path):
     folder = tmp_path / "Llama-3.1-8B-Instruct"
     folder.mkdir()

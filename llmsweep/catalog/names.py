@@ -342,7 +342,7 @@ def _in_quant(toks: list[str]) -> list[bool]:
 def parse_model(name: str) -> ModelName:
     """'nvidia/Llama-3.3-70B-Instruct-FP8' -> strict 'llama-3.3-70b-instruct', key 'llama-3.3-70b',
     variants ('Instruct',), quant ('FP8',)."""
-    org, _, base = name.strip().rpartition("/")
+    org, _, base = name.strip().rstrip("/").rpartition("/")  # a trailing slash, as a folder is written, ends nothing
     written = _tokens(base)
     in_quant = _in_quant(written)  # a token's flag reads only the tokens before it, which no pop below moves
     strict = list(written)
