@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from llmsweep.catalog import load_catalog
+from llmsweep.catalog.architecture import unread_quantization
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS
 from llmsweep.errors import LlmsweepError
 from llmsweep.estimate import select_exported
@@ -281,7 +282,9 @@ def estimate_one(
     speculative decoding by method (draft_tokens: the method's default; acceptance: the profile's)."""
     catalog = load_catalog()
     g, m = catalog.resolve_gpu(gpu), catalog.resolve_model(model)
-    catalog.model(m.id)  # reads and validates a config.json before any frame work
+    entry = catalog.model(m.id)  # reads and validates a config.json before any frame work
+    unread = None if precision or m.precision else unread_quantization(entry.config)
+    unread = unread and f"model {model!r}: {unread}"
     named = {m.id: m.precision} if m.precision else {}
     # no precision given: `auto`, the model's own format (grid.auto_precision); `fp4` is the GPU
     # vendor's FP4 format, resolved by the grid, whose row notes say which (Catalog.fp4_format)
@@ -344,5 +347,7 @@ def estimate_one(
         if most is not None and input_tokens + output_tokens > most
         else None
     )
-    notes = tuple(n for n in (g.note, m.note, overridden, p.note, kv_note, draft_note, too_long, *prices.notes) if n)
+    notes = tuple(
+        n for n in (g.note, m.note, unread, overridden, p.note, kv_note, draft_note, too_long, *prices.notes) if n
+    )
     return Estimate(frame=frame, notes=notes, profile=profile)

@@ -375,3 +375,71 @@ def test_the_reference_configs_have_no_slips_but_minimaxs_unread_shared_size():
     assert found == {
         "MiniMaxAI--MiniMax-M2.5_config.json": [("shared_intermediate_size", "shared_expert_intermediate_size")]
     }
+
+
+# -- a quantization_config that names no format llmsweep reads is said, not silently bf16 ---------
+
+LLAMA_8B = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "torch_dtype": "bfloat16",
+}
+UNREAD = "names no weight format llmsweep reads, so precision auto takes its weights as bf16; if they are quantised, "
+UNREAD += "give the precision (e.g. int4, fp8)"
+
+
+@pytest.mark.parametrize(
+    ("q", "what"),
+    [
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method 'bitsandbytes'"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 64}, "quant_method 'awq'"),
+        (
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "group_size": -16}}},
+            },
+            "quant_method 'compressed-tensors'",
+        ),
+        (
+            {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp4", "group_size": 16}}},
+            "quant_method 'quark'",
+        ),
+        ({"quant_method": ["fp8"]}, "no quant_method"),
+        ([{"quant_method": "fp8"}], "not a mapping"),
+    ],
+)
+def test_a_quantization_config_read_as_no_format_is_said(tmp_path, q, what):
+    from click.testing import CliRunner
+
+    from llmsweep.catalog.architecture import unread_quantization
+    from llmsweep.cli import main
+
+    cfg = {**LLAMA_8B, "quantization_config": q}
+    assert unread_quantization(cfg) == f"its config.json's quantization_config ({what}) {UNREAD}"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "b200", "--model", str(path)])
+    assert r.exit_code == 0 and f"note: model {str(path)!r}: its config.json's quantization_config ({what}) " in (
+        r.output
+    ), r.output  # it estimated 16 GB of bf16 weights and said nothing
+    r = CliRunner().invoke(main, ["estimate", "--gpu", "b200", "--model", str(path), "--precision", "int4"])
+    assert r.exit_code == 0 and "names no weight format" not in r.output  # a precision given: nothing to say
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"name: q\ngrid: {{gpu: [b200], model: [m]}}\nmodels:\n  m: {{config: '{path}'}}\n")
+    r = CliRunner().invoke(main, ["validate", str(sweep)])
+    assert r.exit_code == 0 and f"note: grid.model 'm': its config.json's quantization_config ({what}) " in r.output
+
+
+def test_a_quantization_config_read_or_absent_is_not_said(catalog):
+    from llmsweep.catalog.architecture import unread_quantization
+
+    assert unread_quantization(LLAMA_8B) is None
+    assert unread_quantization({**LLAMA_8B, "quantization_config": None}) is None
+    assert unread_quantization({**LLAMA_8B, "quantization_config": {"quant_method": "fp8"}}) is None
+    assert [m for m, e in catalog.models.items() if unread_quantization(e.config)] == []

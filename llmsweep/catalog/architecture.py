@@ -606,6 +606,26 @@ def checkpoint_precision(cfg: dict, hf_quant_config: dict | None = None) -> tupl
     return None, None
 
 
+def unread_quantization(cfg: dict) -> str | None:
+    """What to say of a config.json whose `quantization_config` names no format checkpoint_precision
+    reads (bitsandbytes, hqq, AWQ in groups of 64, compressed-tensors int8, a malformed block): the
+    precision `auto` then takes its unquantised dtype, which for quantised weights is several times
+    their size. None when there is no quantization_config, or when it is read."""
+    merged = {**cfg, **cfg["text_config"]} if isinstance(cfg.get("text_config"), dict) else cfg
+    q = merged.get("quantization_config")
+    pid, why = checkpoint_precision(cfg)
+    if q is None or (why or "").startswith(("config.json quantization_config", "hf_quant_config")):
+        return None
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    what = f"quant_method {method!r}" if isinstance(method, str) and method else "no quant_method"
+    if not isinstance(q, dict):
+        what = "not a mapping"
+    return (
+        f"its config.json's quantization_config ({what}) names no weight format llmsweep reads, so precision auto "
+        f"takes its weights as {pid or 'bf16'}; if they are quantised, give the precision (e.g. int4, fp8)"
+    )
+
+
 # The last name of a module a quantised checkpoint lists as unconverted (a regex's `.*` dropped)
 # -> the Architecture group of parameters it keeps at 16 bits (dense MLP projections: _module_group).
 _UNCONVERTED_GROUPS = {

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from llmsweep.catalog import Catalog, Gpu, ModelEntry, load_catalog
-from llmsweep.catalog.architecture import config_slips, load_config_file, read_config
+from llmsweep.catalog.architecture import config_slips, load_config_file, read_config, unread_quantization
 from llmsweep.catalog.gpus import Source
 from llmsweep.catalog.names import normalize, parse_gpu
 from llmsweep.errors import LlmsweepError, Problem, did_you_mean
@@ -217,10 +217,12 @@ class _Resolver:
                     self.named_precision[rid] = r.precision
                 if kind == "model":
                     try:
-                        self.catalog.model(rid)
+                        entry = self.catalog.model(rid)
                     except LlmsweepError as e:
                         self.fail(("grid", axis, i), str(e))
                         continue
+                    if unread := unread_quantization(entry.config):
+                        self.notes.append(f"grid.model {name!r}: {unread}")
             if rid in first:
                 self.fail(("grid", axis, i), f"{name!r} repeats grid.{axis}[{first[rid]}] (both are {rid})")
                 continue
