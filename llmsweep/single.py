@@ -140,6 +140,7 @@ class Estimate:
     frame: pl.DataFrame  # one row, exported columns
     notes: tuple[str, ...]  # name-resolution notes for the user
     profile: str
+    matmul_dtypes: frozenset[str] = frozenset({"fp8", "fp4"})  # the dtype efficiencies shown (all, unless said)
 
     @property
     def row(self) -> dict:
@@ -159,6 +160,9 @@ class Estimate:
                 names = (*names[:3], "usd_per_million_input_tokens", *names[3:])
             if used["disaggregated"] and title == "Memory per GPU":
                 title = "Memory per GPU (a decode worker's)"
+            if title == "Roofline":  # a dtype's GEMM efficiency where a matmul runs at it: nvfp4 on an H100 is bf16
+                unused = {f"{d}_gemm_efficiency" for d in ("fp8", "fp4") if d not in self.matmul_dtypes}
+                names = tuple(n for n in names if n not in unused)
             out[title] = names
             for mode, (after, own, extra) in MODE_SECTIONS.items():
                 if after == title and used[mode]:
@@ -189,6 +193,12 @@ class Estimate:
             lines.append(f"Price: {row['price_source']}")
         lines.append(f"Profile: {self.profile}")
         return "\n".join(lines)
+
+
+def matmul_dtypes(row: dict) -> frozenset[str]:
+    """The dtypes a configuration's matmuls run at (compute.seconds_per_flop, attention_flop_cost): the
+    weights' compute dtype, and fp8 for attention over an fp8 or fp4 cache on a GPU with an fp8 rate."""
+    return frozenset({row["compute_dtype"], *(("fp8",) if row["fp8_attention"] and row["fp8_rate"] else ())})
 
 
 def _reason(row: dict) -> str:
@@ -333,7 +343,8 @@ def estimate_one(
     )
     prices = make_plan_inputs(catalog, [g.id])
     estimated = grid_parts(catalog, axes, prof).estimate()
-    frame = select_exported(add_plan_columns(estimated, prices)).collect()
+    full = add_plan_columns(estimated, prices).collect()
+    frame = select_exported(full.lazy()).collect()
     said = (precision or "").strip()
     said += f" ({weights})" if said.lower() != weights else ""  # fp4 as given (mxfp4)
     overridden = (
@@ -350,4 +361,4 @@ def estimate_one(
     notes = tuple(
         n for n in (g.note, m.note, unread, overridden, p.note, kv_note, draft_note, too_long, *prices.notes) if n
     )
-    return Estimate(frame=frame, notes=notes, profile=profile)
+    return Estimate(frame=frame, notes=notes, profile=profile, matmul_dtypes=matmul_dtypes(full.row(0, named=True)))

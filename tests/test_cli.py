@@ -27,6 +27,24 @@ def test_every_command_has_help_with_an_example(command):
     assert "Examples:" in r.output and f"llmsweep {command}" in r.output
 
 
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        # nvfp4 on an H100 runs weight-only: its matmuls are bf16, no FP4 (or FP8) share applies
+        (["--gpu", "h100", "--precision", "fp4"], []),
+        (["--gpu", "b200", "--precision", "fp4"], ["FP4 GEMM efficiency"]),
+        (["--gpu", "h100", "--precision", "fp8"], ["FP8 GEMM efficiency"]),
+        # bf16 weights over an fp8 cache: attention runs at the fp8 rate where the GPU has one
+        (["--gpu", "h100", "--precision", "bf16", "--kv-precision", "fp8"], ["FP8 GEMM efficiency"]),
+        (["--gpu", "a100", "--precision", "bf16", "--kv-precision", "fp8"], []),
+    ],
+)
+def test_estimate_shows_the_gemm_efficiencies_its_matmuls_run_at(args, shown):
+    r = invoke("estimate", "--model", "meta-llama/Llama-3.1-8B", *args)
+    assert r.exit_code == 0, r.output
+    assert [k for k in ("FP8 GEMM efficiency", "FP4 GEMM efficiency") if k in r.output] == shown
+
+
 def test_estimate_table():
     r = invoke(
         "estimate",
