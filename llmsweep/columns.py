@@ -1336,16 +1336,16 @@ COLUMNS: tuple[Column, ...] = tuple(
             "tokens/s/kW",
             "Tokens/s per kW",
             "Output tokens/s the fleet delivers on average (with a workload: its average requests/s x "
-            "output_tokens; without, one replica's output_tokens_per_s) per kW of IT power drawn on average "
-            "(fleet_kw x power_utilization, before PUE), as the opex bills it. Host power counts where the sweep "
-            "states it (a purchase's host_kw, also drawn by rented offers of that GPU); else the GPUs' alone.",
+            "output_tokens; without, one replica's output_tokens_per_s) per kW its GPUs draw on average "
+            "(fleet_gpus x TDP x power_utilization, before PUE). The GPUs' alone, for every GPU and offer alike: "
+            "the servers' host power, which a sweep states for what it buys, is in fleet_kw and the opex.",
         ),
         (
             "kwh_per_million_output_tokens",
             F,
             "kWh/M tokens",
             "kWh per million output tokens",
-            "IT energy per million output tokens on average: 10^6 / (3600 x output_tokens_per_s_per_kw).",
+            "The GPUs' energy per million output tokens on average: 10^6 / (3600 x output_tokens_per_s_per_kw).",
         ),
         # Uncertainty bands: the middle 80 % of the profile's cross-validated errors (docs/fidelity.md);
         # null for a profile without bands (ideal).
@@ -1896,7 +1896,8 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "kWh per M output tokens",
         "kwh_per_million_output_tokens",
         "kWh/M tokens",
-        description="IT energy per million output tokens at the average traffic (rented: the GPUs' power alone).",
+        description="The GPUs' energy per million output tokens at the average traffic (their power alone, for "
+        "every GPU and offer alike; a purchase's host power is in Power (kW)).",
     ),
     OptionColumn(
         "Tokens/s per kW", "output_tokens_per_s_per_kw", "tokens/s/kW", description="Output tokens/s per kW drawn."

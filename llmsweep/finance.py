@@ -178,6 +178,14 @@ def price_offers(
             offers[gid] = tuple(_with_host_power(found))
         elif gid not in costs and is_data_centre(catalog, gid) and (use_examples or costs):
             notes.append(f"no price for {gid}: give one under costs to see its cost columns")
+    hosted = sorted(g for g, os in offers.items() if any(o.host_kw for o in os))
+    if hosted and len(hosted) < len(offers):
+        alone = ", ".join(sorted(set(offers) - set(hosted)))
+        notes.append(
+            f"the fleets' kW count their servers' host power (host_kw) for {', '.join(hosted)}, whose purchase "
+            f"states it, and the GPUs alone for {alone}: give host_kw under their costs to compare them; kWh per "
+            "million tokens counts the GPUs alone for every option"
+        )
     examples = sorted(g for g, os in offers.items() if any(o.source.startswith("example") for o in os))
     if examples:
         notes.append(
@@ -341,11 +349,15 @@ def fleet_columns(frame: pl.LazyFrame, horizon_years: float, rent_paid: str, avg
 
 
 def energy_columns(avg_requests_per_s: pl.Expr | None = None) -> dict[str, pl.Expr]:
-    """Energy per token: the fleet's IT power (fleet_kw x the average share of it drawn,
-    power_utilization; before PUE, as the opex bills it) against the output tokens/s it delivers on
-    average (the workload's average requests/s x output tokens; without a workload, one replica's
-    tokens/s at its operating point)."""
-    draw = c.fleet_kw * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))
+    """Energy per token: the fleet's GPUs' power (fleet_gpus x TDP x the average share of it drawn,
+    power_utilization; before PUE) against the output tokens/s it delivers on average (the workload's
+    average requests/s x output tokens; without a workload, one replica's tokens/s at its operating
+    point). The GPUs' alone, as tokens_per_joule: a sweep states host_kw for the servers it buys, and
+    counting it for those GPUs only made them look less efficient than GPUs priced by rent (an H200
+    fleet of 5 GPUs with a 3 kW host at 6.5 kW against an H100 fleet of 6 at 4.2 kW); the hosts are in
+    fleet_kw and the opex."""
+    gpus_kw = c.fleet_gpus * c.gpu_tdp_w / 1000
+    draw = gpus_kw * pl.coalesce(pl.col("_power_utilization"), pl.lit(DEFAULT_POWER_UTILIZATION))
     if avg_requests_per_s is None:
         tokens = pl.coalesce(c.replicas, pl.lit(1)) * c.output_tokens_per_s
     else:

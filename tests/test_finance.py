@@ -590,6 +590,18 @@ def test_rented_and_bought_fleets_of_one_gpu_draw_alike(procurement):
     assert len(set(h200["kWh per M output tokens"])) == 1
     rent = h200.filter(pl.col("Offer") == "rent")
     assert rent["Opex (USD per year)"].to_list() == [5 * 3.5 * 8760]
+    # energy per token counts the GPUs alone, for every GPU: only the H200's purchase states a host_kw,
+    # so with it H200 read 0.123 kWh per M tokens against H100's 0.0798 (6.5 against 4.2 kW), where its 5
+    # GPUs draw 5/6 of what the 6 H100s draw for the same tokens (0.0665)
+    h100 = table.filter((pl.col("GPU") == "h100-sxm") & (pl.col("Model") == "Qwen/Qwen3-30B-A3B"))
+    assert h100["GPUs"].to_list() == [6, 6] and h100["Power (kW)"].to_list() == [pytest.approx(6 * 0.7)] * 2
+    ratio = h200["kWh per M output tokens"][0] / h100["kWh per M output tokens"][0]
+    assert ratio == pytest.approx(5 / 6, rel=0.01)  # the CSV rounds to 3 significant figures
+    report = (procurement / "report.md").read_text()
+    assert (
+        "the fleets' kW count their servers' host power (host_kw) for h200-sxm, whose purchase states it, and the "
+        "GPUs alone for a100-80gb-sxm, b200, h100-sxm, l40s, mi300x" in report
+    )
 
 
 def test_options_without_targets_say_so(tmp_path):

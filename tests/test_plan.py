@@ -558,8 +558,10 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
 def test_energy_per_option_at_its_operating_point():
     """4 replicas of one 700 W GPU, each at 250 tokens/s. Rented: 4 x 0.7 kW x 0.7 (the default average
     draw) = 1.96 kW for 1,000 tokens/s: 510.2 tokens/s per kW, 1.96 kW x 10^6 / (1,000 x 3,600) = 0.5444 kWh
-    per million tokens. Bought with 2.4 kW of host per server and 80 % draw: (2.8 + 2.4) x 0.8 = 4.16 kW:
-    240.4 tokens/s per kW, 1.1556 kWh per million tokens."""
+    per million tokens. Bought with 2.4 kW of host per server and 80 % draw: the fleet draws 2.8 + 2.4 = 5.2 kW
+    at full load (fleet_kw, and the opex bills it), but its energy per token counts the GPUs alone, as the
+    rented one's and every other GPU's, so that they compare: 2.8 x 0.8 = 2.24 kW for 1,000 tokens/s, 446.4
+    tokens/s per kW, 2.24 x 10^6 / (1,000 x 3,600) = 0.6222 kWh per million tokens."""
     w = WorkloadSpec(requests_per_s=4, peak_factor=1, headroom=0, redundancy=0)
     buy = CostSpec(buy=30_000, host_kw=2.4, power_utilization=0.8)
     offers = {
@@ -576,8 +578,9 @@ def test_energy_per_option_at_its_operating_point():
     assert rent["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 1.96)
     assert rent["kwh_per_million_output_tokens"] == pytest.approx(1.96 * 1e6 / (1000 * 3600))
     assert rent["kwh_per_million_output_tokens"] == pytest.approx(0.5444, abs=1e-4)
-    assert bought["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 4.16)
-    assert bought["kwh_per_million_output_tokens"] == pytest.approx(1.1556, abs=1e-4)
+    assert bought["fleet_kw"] == pytest.approx(5.2)
+    assert bought["output_tokens_per_s_per_kw"] == pytest.approx(1000 / 2.24)
+    assert bought["kwh_per_million_output_tokens"] == pytest.approx(0.6222, abs=1e-4)
 
 
 def test_concurrent_users_become_requests_per_s():
