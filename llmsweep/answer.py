@@ -147,9 +147,8 @@ def targets_text(slo: dict | None) -> str:
     if not slo or not any(slo.get(k) is not None for k in ("ttft_s", "tpot_s", "request_latency_s")):
         return "with no latency targets"
     parts = []
-    if slo.get("ttft_s") is not None:
-        stat = slo.get("percentile") or "mean"
-        parts.append(f"{'' if stat == 'mean' else stat + ' '}TTFT ≤ {target_seconds(slo['ttft_s'])}")
+    if slo.get("ttft_s") is not None:  # the statistic always said: a mean and a p90 target differ by 1.3x and more
+        parts.append(f"{slo.get('percentile') or 'mean'} TTFT ≤ {target_seconds(slo['ttft_s'])}")
     if slo.get("tpot_s") is not None:
         parts.append(f"TPOT ≤ {target_seconds(slo['tpot_s'])}")
     if slo.get("request_latency_s") is not None:
@@ -162,15 +161,28 @@ def _bought(o: dict) -> bool:
 
 
 def _how(o: dict) -> str:
-    """'bought', 'rented', 'rented (1y-reserved)', or the offer's own name."""
+    """'bought for $355,000 up front', 'rented at $2.49 per GPU-hour', 'rented (1y-reserved) at $2.10 per
+    GPU-hour', 'rented at $4.54 per GPU-hour (example: Spheron, 2026-05-07)': a rental's price is what a
+    reader checks first."""
     offer = str(o.get("offer") or "")
     if _bought(o):
-        return "bought"
+        return f"bought{_up_front(o)}"
+    how = "rented"
     if offer.startswith("rent-"):
-        return f"rented ({offer.removeprefix('rent-')})"
-    if offer == "example":
-        return "rented at an example price"
-    return "rented" if offer in ("rent", "") else f"rented ({offer})"
+        how = f"rented ({offer.removeprefix('rent-')})"
+    elif offer not in ("rent", "example", ""):
+        how = f"rented ({offer})"
+    rate = o.get("usd_per_gpu_hour")
+    if rate is None:
+        return how
+    source = str(o.get("price_source") or "")
+    return f"{how} at {money(rate)} per GPU-hour" + (f" ({source})" if source.startswith("example") else "")
+
+
+def _up_front(o: dict) -> str:
+    """' for $1,420,000 up front': what a purchase pays before it serves, which its monthly figure spreads."""
+    capex = o.get("capex_usd")
+    return f" for {money(capex)} up front" if _bought(o) and capex else ""
 
 
 def _fleet(o: dict) -> str:
@@ -181,7 +193,7 @@ def _fleet(o: dict) -> str:
     n = o.get("gpus_needed") if o.get("gpus_needed") is not None else o.get("gpus")
     served = [f"{o['precision']} weights"] if o.get("precision") else []
     if _more_bought(o):
-        served.append(f"{o['gpus_bought']:,} bought in whole units")
+        served.append(f"{o['gpus_bought']:,} bought in whole units{_up_front(o)}")
     if o.get("mode") == "disaggregated":
         served.append(f"disaggregated {o['prefill_workers']}P{o['decode_workers']}D")
     if o.get("speculative") not in (None, "none"):
@@ -196,8 +208,8 @@ def _more_bought(o: dict) -> bool:
 
 
 def _named(o: dict) -> str:
-    """The fleet and how it is paid for: '4 × h100-sxm rented', '28 × h200-sxm (32 bought in whole units)'
-    (the purchase said once)."""
+    """The fleet and how it is paid for: '4 × h100-sxm rented at $2.49 per GPU-hour', '28 × h200-sxm (32
+    bought in whole units for $1,420,000 up front)' (the purchase said once)."""
     return _fleet(o) if _more_bought(o) else f"{_fleet(o)} {_how(o)}"
 
 
@@ -256,7 +268,9 @@ def answer(
     if pool:
         other = min(pool, key=lambda o: o[key]) if others else pool[0]  # the cheapest of the other kind
         more = other[key] - best[key]
-        what = _fleet(other) if others else _named(other)
+        # how it is paid for, unless that is the best option's offer again (its price said once)
+        same_offer = (other["gpu"], other.get("offer")) == (best["gpu"], best.get("offer"))
+        what = _fleet(other) if same_offer else _named(other)
         shown = money(abs(more)) if fleets else per_token(abs(more))
         if shown == (money(0.0) if fleets else per_token(0.0)):
             text += f"; {kind}, {what}, costs the same"
@@ -266,12 +280,13 @@ def answer(
 
 
 def _band(o: dict) -> str:
-    """', 32 GPUs at the slow end of its 80 % band' when the estimate's uncertainty (the profile's
-    out-of-sample errors) could need a larger fleet than the point estimate: a buyer sees the range."""
+    """', or 32 GPUs if it runs at the slow end of its 80 % uncertainty band' when the estimate's
+    uncertainty (the profile's out-of-sample errors) could need a larger fleet than the point estimate: a
+    buyer sees the range."""
     n, high = o.get("gpus_needed"), o.get("gpus_needed_high")
     if n is None or high is None or high <= n:
         return ""
-    return f", {high:,} GPUs at the slow end of its 80 % band"
+    return f", or {high:,} GPUs if it runs at the slow end of its 80 % uncertainty band"
 
 
 def _unpriced(offers: list[dict]) -> str:

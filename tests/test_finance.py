@@ -145,9 +145,49 @@ def test_the_answer_says_which_gpus_it_could_not_rank():
     )
     # the fleet the band's slow end needs is said beside the point estimate's (8 GPUs here)
     offers[0]["gpus_needed_high"] = 16
-    assert "$36,000 over 3 years, 16 GPUs at the slow end of its 80 % band." in answer(
+    assert "$36,000 over 3 years, or 16 GPUs if it runs at the slow end of its 80 % uncertainty band." in answer(
         "org/m", 1000, 100, offers[:1], {"requests_per_s": 1}, None, 3, True
     )
+
+
+def test_the_answer_says_the_price_a_rental_pays_and_what_a_purchase_pays_up_front():
+    """A buyer checks the price first: a rental's per GPU-hour (with the listing when it is an example),
+    a purchase's capex, which its monthly figure spreads over the horizon. The runner-up on the same
+    offer is not priced again."""
+    from llmsweep.answer import answer
+
+    base = {"fits": True, "gpus_bought": None, "precision": "fp8", "gpus_needed": 8}
+    example = {
+        **base,
+        "gpu": "gb200",
+        "offer": "example",
+        "rank": 1,
+        "tco_usd_per_month": 26_520.0,  # 8 x $4.54 x 730 h = $26,513.60, rounded here by hand
+        "tco_usd": 26_520.0 * 36,
+        "usd_per_gpu_hour": 4.54,
+        "price_source": "example: Spheron, 2026-03-17",
+    }
+    same = {**example, "rank": 2, "speculative": "mtp"}
+    bought = {
+        **base,
+        "gpu": "h200-sxm",
+        "offer": "buy-4y",
+        "rank": 3,
+        "tco_usd_per_month": 30_000.0,
+        "tco_usd": 30_000.0 * 36,
+        "usd_per_gpu_hour": 1.51,
+        "capex_usd": 355_000.0,  # 8 x $35,000 + one server ($60,000 + $15,000 network)
+        "price_source": "sweep: bought",
+    }
+    text = answer("org/m", 1000, 100, [example, same, bought], {"requests_per_s": 1}, None, 3, True)
+    assert text == (
+        "m at 1 requests/s with no latency targets (1,000 tokens in, 100 out): 8 × gb200 (fp8 weights) rented at "
+        "$4.54 per GPU-hour "
+        "(example: Spheron, 2026-03-17), $26,520 a month, $954,720 over 3 years; the cheapest purchase, 8 × "
+        "h200-sxm (fp8 weights) bought for $355,000 up front, costs $3,480 more a month."
+    )
+    text = answer("org/m", 1000, 100, [example, same], {"requests_per_s": 1}, None, 3, True)
+    assert text.endswith("; the runner-up, 8 × gb200 (fp8 weights, MTP), costs the same."), text
 
 
 def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():

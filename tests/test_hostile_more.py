@@ -113,7 +113,7 @@ def test_a_grid_gpu_that_does_not_resolve_is_not_also_a_price_without_a_gpu(tmp_
     [
         ({"ttft_s": 0.0005, "tpot_s": 0.000001, "percentile": "p90"}, "with p90 TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms"),
         ({"request_latency_s": 0.00012345}, "with request latency ≤ 0.123 ms"),
-        ({"ttft_s": 0.05, "tpot_s": 1.5}, "with TTFT ≤ 50 ms and TPOT ≤ 1.5 s"),  # from 1 ms, as before
+        ({"ttft_s": 0.05, "tpot_s": 1.5}, "with mean TTFT ≤ 50 ms and TPOT ≤ 1.5 s"),  # from 1 ms, as before
     ],
 )
 def test_targets_below_a_millisecond_keep_their_digits(slo, text):
@@ -140,8 +140,8 @@ def test_report_prints_sub_millisecond_targets_and_an_slo_without_targets(tmp_pa
         md[name] = (tmp_path / "out" / name / "report.md").read_text()
         html = (tmp_path / "out" / name / "report.html").read_text()
         if name == "tiny":
-            assert "Latency targets: TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in md[name]
-            assert "Latency targets: TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in html
+            assert "Latency targets: mean TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in md[name]
+            assert "Latency targets: mean TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms." in html
             assert "TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms" in md[name] and "≤ 0 ms" not in md[name] + html
     said = "> **No latency targets.** This sweep sets no latency targets (its `slo:` has no `ttft_s`, `tpot_s` or "
     said += "`request_latency_s`), so nothing here checks what users would see"

@@ -543,9 +543,10 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     table = option_rows(ranked_rows, column, False).to_dicts()
     workload = {"requests_per_s": 4, "peak_factor": 1}
     assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
-        "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm (fp8 weights) rented, $5,840 "
-        "a month, $210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (fp8 weights, 8 bought in whole "
-        "units), costs $5,595 more a month."
+        # the purchase's up-front cost: its 8 GPUs bought in one baseboard, 8 x $30,000 + one server $50,000
+        "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm (fp8 weights) rented at "
+        "$2.00 per GPU-hour, $5,840 a month, $210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (fp8 "
+        "weights, 8 bought in whole units for $290,000 up front), costs $5,595 more a month."
     )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
     alone = plan.PlanInputs(offers, slo, None, "usd_per_million_output_tokens")
