@@ -1903,6 +1903,14 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "Tokens/s per kW", "output_tokens_per_s_per_kw", "tokens/s/kW", description="Output tokens/s per kW drawn."
     ),
     OptionColumn("Tokens/s per user", "decode_tokens_per_s_per_seq", "tokens/s", description="What one user sees."),
+    OptionColumn(
+        "TPOT (ms)",
+        "tpot_s",
+        "ms",
+        1e3,
+        description="Mean time per output token at the plan's traffic, what a TPOT target bounds (Tokens/s "
+        "per user counts the wait for the first token too: output tokens / request latency).",
+    ),
     OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Mean time to first token."),
     OptionColumn("TTFT p90 (ms)", "ttft_p90_s", "ms", 1e3, description="90th percentile of TTFT."),
     OptionColumn("USD per GPU-hour", "usd_per_gpu_hour", "USD/h", description="Amortised price per GPU-hour."),

@@ -83,6 +83,11 @@ def f_usd(v) -> str:
     return "–" if _missing(v) else f"${v:,.2f}" if v >= 1 else f"${v:,.4f}"
 
 
+def f_hourly(v) -> str:
+    """A price per GPU-hour, to the cent: '$2.49', '$0.86', '$1.51' (a purchase's amortised hour)."""
+    return "–" if _missing(v) else f"${v:,.2f}"
+
+
 def f_money(v) -> str:
     """Whole dollars with thousands separators; millions as '$1.28 M'."""
     if _missing(v):
@@ -219,6 +224,7 @@ FILTERS = {
     "seconds": f_seconds,
     "tps": f_tps,
     "usd": f_usd,
+    "hourly": f_hourly,
     "money": f_money,
     "kw": f_kw,
     "pct": f_pct,

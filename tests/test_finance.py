@@ -664,7 +664,7 @@ def test_procurement_report_first_table_lists_every_priced_option(procurement):
     for section in tables.split("### ")[1:]:
         for gpu, entries in sweep["costs"].items():
             for oid in finance_ids(entries):
-                assert f"| **{gpu}** · {oid} |" in section
+                assert f"| **{gpu}** · {oid} · $" in section  # and its price per GPU-hour
         recommended = [line for line in section.splitlines() if "**recommended**" in line]
         assert len(recommended) == 1 and "| yes · **recommended** |" in recommended[0]
     html = (procurement / "report.html").read_text()
@@ -888,7 +888,7 @@ def layout_in_browser(report: Path, tmp_path: Path, width: int) -> dict:
 @pytest.mark.parametrize("width", [1280, 400])
 def test_key_columns_and_charts_fit_a_laptop_and_a_phone(procurement, tmp_path, width):
     """At 1,280 px and at 400 px: the first table and the ranked table need no sideways scrolling, their
-    key columns (USD per month, USD per M tokens, tokens/s per user, TTFT) are on screen, and every chart
+    key columns (USD per month, USD per M tokens, TPOT, TTFT) are on screen, and every chart
     is drawn within its container, scaled down to at most 70 % of its design size (11 px labels stay at
     8 px or more); on a phone a wider one scrolls sideways in its figure, never the page."""
     got = layout_in_browser(procurement / "report.html", tmp_path, width)
