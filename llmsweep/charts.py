@@ -34,6 +34,7 @@ class ChartSpec:
     data: Callable[[pl.LazyFrame, pl.DataFrame | None], pl.DataFrame]
     # the chart from its data and the report's GPUs (gpu_color's domain; charts not coloured by GPU ignore it)
     build: Callable[[pl.DataFrame, Sequence[str] | None], alt.TopLevelMixin]
+    note: Callable[[pl.DataFrame], str] | None = None  # what the chart's data needs said, beside series_note's
 
 
 def _strings(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -79,9 +80,11 @@ def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
     """Per model (at the sweep's first lengths), one series per GPU: its best option in the plan (layout,
     and serving mode when the results have one), the GPUs in rank order (the recommended one first, then
     the other ranked ones, then those that miss the targets or have no price, fastest per GPU first).
-    `_n` is the position, `_total` the GPUs there are. The first is never left out of a chart."""
+    `_n` is the position, `_total` the GPUs there are, `_rank` the rank of the series' best option (1: the
+    recommended one). The first is never left out of a chart."""
     if options is None or options.height == 0:
-        return pl.DataFrame(schema={**{k: pl.String for k in SERIES_KEYS}, "_n": pl.Int64, "_total": pl.Int64})
+        schema = {**{k: pl.String for k in SERIES_KEYS}, "_n": pl.Int64, "_total": pl.Int64, "_rank": pl.Int64}
+        return pl.DataFrame(schema=schema)
     rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits"))
     rows = rows.filter(
         (pl.col("input_tokens") == pl.col("input_tokens").min())
@@ -91,7 +94,7 @@ def ranked_series(options: pl.DataFrame | None) -> pl.DataFrame:
     best = rows.sort(order, descending=[False, False, True], nulls_last=True, maintain_order=True).unique(
         ["model", "gpu"], keep="first", maintain_order=True
     )
-    best = best.select(series_keys(best)).with_columns(
+    best = best.select(*series_keys(best), pl.col("rank").cast(pl.Int64).alias("_rank")).with_columns(
         _n=pl.int_range(pl.len()).over("model"), _total=pl.len().over("model")
     )
     return best.with_columns([pl.col(k).cast(pl.Int64) for k in LAYOUT])
@@ -108,24 +111,29 @@ def _pick(frame: pl.DataFrame, series: pl.DataFrame, keys: list[str] | None = No
     return frame.join(chosen, on=keys, how="inner", nulls_equal=True).sort(["model", "_n"])
 
 
-def _missing_series(rows: pl.DataFrame, series: pl.DataFrame, options: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The plan rows (first lengths, best offer) of the shown series that `rows` (estimates) do not have:
-    a disaggregated option whose worker counts the plan searched is not a grid row, so a chart draws it
-    from its operating point alone (POINT_ONLY) rather than leave it out."""
+def _plan_points(rows: pl.DataFrame, series: pl.DataFrame, options: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The plan rows (first lengths, best offer) of the shown series: each option at its operating point,
+    POINT_ONLY where `rows` (estimates) do not have the series (a disaggregated option whose worker counts
+    the plan searched is not a grid row, so a chart draws it from its operating point alone rather than
+    leave it out)."""
     shown = series.filter(pl.col("_n") < MAX_SERIES)
-    have = rows.select(*(k for k in keys if k in rows.columns)).unique() if rows.height else None
-    plan_rows = _first(
-        _pick(options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits")), shown)
-    )
+    plan_rows = options.with_columns(pl.col(pl.Categorical).cast(pl.String)).filter(pl.col("fits"))
     plan_rows = plan_rows.filter(
         (pl.col("input_tokens") == pl.col("input_tokens").min())
         & (pl.col("output_tokens") == pl.col("output_tokens").min())
     )
-    if have is not None:
-        on = [k for k in keys if k in have.columns and k in plan_rows.columns]
-        have = have.with_columns([pl.col(k).cast(plan_rows.schema[k]) for k in on])
-        plan_rows = plan_rows.join(have, on=on, how="anti", nulls_equal=True)
-    return plan_rows.with_columns(pl.lit(True).alias(POINT_ONLY))
+    plan_rows = _first(_pick(plan_rows, shown))
+    on = [k for k in keys if k in rows.columns and k in plan_rows.columns]
+    if rows.height == 0 or not on:
+        return plan_rows.with_columns(pl.lit(True).alias(POINT_ONLY))
+    have = rows.select(on).unique().with_columns([pl.col(k).cast(plan_rows.schema[k]) for k in on])
+    plan_rows = plan_rows.join(have.with_columns(_have=pl.lit(True)), on=on, how="left", nulls_equal=True)
+    return plan_rows.with_columns(pl.col("_have").is_null().alias(POINT_ONLY)).drop("_have")
+
+
+def _missing_series(rows: pl.DataFrame, series: pl.DataFrame, options: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The plan rows of the shown series that `rows` (estimates) do not have (_plan_points' POINT_ONLY)."""
+    return _plan_points(rows, series, options, keys).filter(pl.col(POINT_ONLY))
 
 
 def rank_order(data: pl.DataFrame) -> list[str]:
@@ -145,16 +153,145 @@ def by_value(data: pl.DataFrame, value: str) -> tuple[pl.DataFrame, alt.Encoding
 RECOMMENDED = "recommended (rank 1)"
 
 
-def recommended(chart: alt.Chart, symbol: str) -> alt.Chart:
-    """`chart` (an unfilled mark and its position) drawn on the plan's first option alone (rank 1), in
-    black, with a legend entry of its own (its `symbol`): how the charts mark the recommended option
-    wherever it stands."""
+def recommended(chart: alt.Chart, symbol: str, field: str = "rank") -> alt.Chart:
+    """`chart` (an unfilled mark and its position) drawn on the plan's first option alone (`field` 1:
+    rank, or a series' `_rank`), in black, with a legend entry of its own (its `symbol`): how every
+    chart marks the recommended option wherever it stands."""
     stroke = alt.Stroke(
         "mark:N",
         scale=alt.Scale(domain=[RECOMMENDED], range=["black"]),
         legend=alt.Legend(title=None, symbolType=symbol),
     )
-    return chart.transform_filter(alt.datum.rank == 1).transform_calculate(mark=repr(RECOMMENDED)).encode(stroke=stroke)
+    return (
+        chart.transform_filter(getattr(alt.datum, field) == 1)
+        .transform_calculate(mark=repr(RECOMMENDED))
+        .encode(stroke=stroke)
+    )
+
+
+def ring(x: str | alt.X, y: str | alt.Y, field: str = "rank") -> alt.Chart:
+    """The recommended option's point, ringed (recommended)."""
+    return recommended(alt.Chart().mark_point(filled=False, size=220, strokeWidth=2).encode(x=x, y=y), "circle", field)
+
+
+# -- the latency targets the verdicts are judged against ---------------------------------------------------------
+TARGET_COLOR = "#222222"
+TARGET_COLUMNS = ("ttft_target_s", "ttft_percentile", "tpot_target_s")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The sweep's latency targets a chart can draw (plan.csv's target columns): TTFT (at `percentile`)
+    and TPOT, each None when the sweep sets none."""
+
+    ttft_s: float | None = None
+    percentile: str = "mean"
+    tpot_s: float | None = None
+
+    def ttft_label(self) -> str:
+        """'p90 TTFT target 2 s', 'mean TTFT target 2 s': in the target's own unit whatever the axis'."""
+        return f"{self.percentile} TTFT target {seconds(self.ttft_s)}"
+
+    def tpot_label(self) -> str:
+        """'TPOT target 50 ms = 20 tokens/s': the target on a tokens/s axis."""
+        return f"TPOT target {seconds(self.tpot_s)} = {1 / self.tpot_s:.3g} tokens/s"
+
+
+def seconds(value: float) -> str:
+    """A target as the verdicts write it (plan/slo.py): ms below a second, '50 ms', '2 s'."""
+    return f"{value * 1e3:g} ms" if value < 1 else f"{value:g} s"
+
+
+def with_targets(data: pl.DataFrame, options: pl.DataFrame | None) -> pl.DataFrame:
+    """`data` with the sweep's target columns (one value a sweep), for its chart to draw: read back
+    and dropped by `targets`."""
+    if options is None or data.height == 0:
+        return data
+    have = [c for c in TARGET_COLUMNS if c in options.columns]
+    if not have:
+        return data
+    first = options.select(have).with_columns(pl.col(pl.Categorical).cast(pl.String)).row(0, named=True)
+    return data.with_columns([pl.lit(v).alias(k) for k, v in first.items()])
+
+
+def targets(data: pl.DataFrame) -> tuple[pl.DataFrame, Targets]:
+    """(`data` without the target columns, the targets they held)."""
+    have = [c for c in TARGET_COLUMNS if c in data.columns]
+    if not have or data.height == 0:
+        return data.drop(have), Targets()
+    row = data.select(have).row(0, named=True)
+    found = Targets(row.get("ttft_target_s"), row.get("ttft_percentile") or "mean", row.get("tpot_target_s"))
+    return data.drop(have), found
+
+
+def target_rule(value: float, label: str, channel: str, right: bool = False, per_user: bool = False) -> list[alt.Chart]:
+    """A target as a dashed rule across each panel at `value` on the `channel` ("x" or "y") axis, its
+    `label` written beside it (above the panel for an x rule: left of it when `right`, the rule near the
+    axis' end). One rule per panel (the facet's rows aggregated to one), at a field `target` so the axis
+    reaches it in the panels that draw it (a datum would stretch the others too). `per_user`: in the
+    decode chart's per-user panels alone."""
+    one = alt.Chart()
+    if per_user:
+        one = one.transform_filter(alt.datum.measure == "per user")
+    one = one.transform_aggregate(_rows="count()").transform_calculate(target=str(value), label=repr(label))
+    where = alt.X("target:Q") if channel == "x" else alt.Y("target:Q")
+    rule = one.mark_rule(color=TARGET_COLOR, strokeDash=[6, 3], strokeWidth=1.5).encode(
+        where, tooltip=alt.Tooltip("label:N", title="target")
+    )
+    if channel == "x":
+        text = one.mark_text(
+            align="right" if right else "left", baseline="bottom", dx=-3 if right else 3, dy=-2, color=TARGET_COLOR
+        ).encode(where, y=alt.value(0), text="label:N")
+    else:
+        text = one.mark_text(align="left", baseline="bottom", dx=3, dy=-2, color=TARGET_COLOR).encode(
+            where, x=alt.value(0), text="label:N"
+        )
+    return [rule, text]
+
+
+def per_user_target(data: pl.DataFrame, found: Targets, column: str) -> list[alt.Chart]:
+    """The TPOT target on a tokens/s per user x axis (`column`), when the sweep sets one."""
+    if found.tpot_s is None:
+        return []
+    value = 1 / found.tpot_s
+    return target_rule(value, found.tpot_label(), "x", right=value > 0.6 * max(value, data[column].max() or 0))
+
+
+def per_user_note(data: pl.DataFrame) -> str:
+    """What the TPOT target's line on a tokens/s per user axis means: per user counts the wait for the
+    first token too (output tokens / request latency), so it is a little under 1 / TPOT."""
+    if "tpot_target_s" not in data.columns or data.height == 0 or data["tpot_target_s"][0] is None:
+        return ""
+    return (
+        "tokens/s per user counts the wait for the first token (output tokens ÷ request latency), so it runs a "
+        "little under 1 ÷ TPOT: an option past the TPOT target's line meets that target, and one just short of it "
+        "may too"
+    )
+
+
+# -- one encoding of a thing in every chart -------------------------------------------------------------------
+# one shape per limit (bound) in every chart, whichever limits a sweep has; circles are plain points
+LIMIT_SHAPES = {"memory": "triangle-up", "compute": "square", "communication": "diamond", "overhead": "cross"}
+# offers of one GPU (its colour) told apart by shape: none of a limit's
+OFFER_SHAPES = ("circle", "triangle-down", "triangle-right", "triangle-left", "wedge", "stroke")
+# memory components: greys, no GPU's colour
+MEMORY_PARTS = {"weights": "#4a4a4a", "KV cache": "#8a8a8a", "activations": "#bdbdbd", "overhead": "#dedede"}
+
+
+def limit_shape(field: str = "bound") -> alt.Shape:
+    return alt.Shape(
+        f"{field}:N",
+        title="limit",
+        scale=alt.Scale(domain=list(LIMIT_SHAPES), range=list(LIMIT_SHAPES.values())),
+    )
+
+
+def offer_shape(data: pl.DataFrame, field: str = "offer") -> alt.Shape:
+    """One shape per offer (rent, rent-1y-reserved, buy-4y ...), the same offer the same shape for every GPU."""
+    offers = sorted(data[field].drop_nulls().unique().to_list())
+    shapes = [OFFER_SHAPES[i % len(OFFER_SHAPES)] for i in range(len(offers))]
+    legend = alt.Legend(title="offer") if len(offers) > 1 else None
+    return alt.Shape(f"{field}:N", scale=alt.Scale(domain=offers, range=shapes), legend=legend)
 
 
 def series_note(data: pl.DataFrame) -> str:
@@ -269,7 +406,7 @@ def memory_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
         "activations": "activation_bytes",
         "overhead": "overhead_bytes",
     }
-    keep = ["model", "option", "gpu", "_n", "_total", "in_flight"]
+    keep = ["model", "option", "gpu", "_n", "_total", "_rank", "in_flight"]
     long = pl.concat(
         [
             rows.select(*keep, pl.lit(k).alias("component"), pl.lit(i).alias("stack"), (pl.col(v) / GIB).alias("gib"))
@@ -293,7 +430,11 @@ def memory_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.T
         .encode(
             x=alt.X("sum(gib):Q", title="GiB per GPU at the operating point"),
             y=alt.Y("option:N", title=None, sort=order),
-            color=alt.Color("component:N", sort=["weights", "KV cache", "activations", "overhead"], title=None),
+            color=alt.Color(
+                "component:N",
+                title=None,
+                scale=alt.Scale(domain=list(MEMORY_PARTS), range=list(MEMORY_PARTS.values())),
+            ),
             order=alt.Order("stack:Q"),  # weights first, from zero, as the legend lists them
             tooltip=[
                 "option:N",
@@ -312,13 +453,20 @@ def memory_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.T
             tooltip=[alt.Tooltip("usable_gib:Q", title="usable GiB", format=".1f")],
         )
     )
-    return per_model(alt.layer(bars, capacity, data=data))
+    outline = (
+        alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2.5).encode(x="sum(gib):Q", y=alt.Y("option:N", sort=order))
+    )
+    return per_model(alt.layer(bars, capacity, recommended(outline, "square", "_rank"), data=data))
 
 
 # -- how fast, how many users? -----------------------------------------------------------------------
+OPERATING_POINT = "operating_point"  # a row at the plan's operating point (its requests in flight), not a grid row
+
+
 def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per model, each GPU's best layout (rank order) at every concurrency of the grid that fits:
-    tokens/s per user and per replica (under load)."""
+    tokens/s per user and per replica (under load); and each one's option at the plan's operating point
+    (OPERATING_POINT, its `rank`: 1 the recommended one), with the sweep's targets."""
     series = ranked_series(options)
     if series.height == 0:
         return pl.DataFrame()
@@ -330,15 +478,19 @@ def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
         .unique(maintain_order=True)
         .collect()
     )
-    shown = [*keys, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq", "_n", "_total"]
+    shown = [*keys, "batch", "output_tokens_per_s", "decode_tokens_per_s_per_seq", "_n", "_total", "_rank"]
     rows = _pick(rows, series, keys).select(shown).with_columns(pl.lit(False).alias(POINT_ONLY))
-    alone = _missing_series(rows, series, options, keys)
-    if alone.height:  # searched worker counts: the plan's operating point (its requests in flight)
-        point = alone.with_columns(batch=pl.col("concurrency")).select(*shown, POINT_ONLY)
-        rows = pl.concat([rows, point], how="vertical_relaxed")
-    rows = _layout_label(rows).sort(["model", "_n", "batch"])
+    rows = rows.with_columns(pl.lit(False).alias(OPERATING_POINT), pl.lit(None, pl.Int64).alias("rank"))
+    # every option at the plan's operating point (its requests in flight), the only point of a series
+    # whose worker counts the plan searched
+    points = _plan_points(rows, series, options, keys).with_columns(
+        batch=pl.col("concurrency"), rank=pl.col("_rank"), **{OPERATING_POINT: pl.lit(True)}
+    )
+    rows = pl.concat([rows, points.select(*shown, POINT_ONLY, OPERATING_POINT, "rank")], how="vertical_relaxed")
+    rows = with_targets(_layout_label(rows).sort(["model", "_n", OPERATING_POINT, "batch"]), options)
+    index = ["model", "option", "gpu", "batch", "_n", "_total", "_rank", "rank", POINT_ONLY, OPERATING_POINT]
     return rows.unpivot(
-        index=["model", "option", "gpu", "batch", "_n", "_total", POINT_ONLY],
+        index=[*index, *(c for c in TARGET_COLUMNS if c in rows.columns)],
         on=["output_tokens_per_s", "decode_tokens_per_s_per_seq"],
         variable_name="measure",
         value_name="tokens_per_s",
@@ -349,39 +501,71 @@ def decode_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.
     )
 
 
+OPERATING_LABEL = "the plan's operating point"
+
+
+def operating_points(x: alt.X | str, y: alt.Y | str, color: alt.Color, tooltip: list) -> alt.Chart:
+    """The options at the plan's operating points (OPERATING_POINT rows): larger dots of their GPU's
+    colour, white-edged, with a legend entry of their own."""
+    size = alt.Size(
+        "point:N", scale=alt.Scale(type="ordinal", domain=[OPERATING_LABEL], range=[150]), legend=alt.Legend(title=None)
+    )
+    return (
+        alt.Chart()
+        .transform_filter(alt.datum[OPERATING_POINT])
+        .transform_calculate(point=repr(OPERATING_LABEL))
+        .mark_point(filled=True, opacity=1, stroke="white", strokeWidth=1)
+        .encode(x=x, y=y, color=color, size=size, tooltip=tooltip)
+    )
+
+
 def decode_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
+    data, found = targets(data)
+    if OPERATING_POINT not in data.columns:
+        data = data.with_columns(pl.lit(False).alias(OPERATING_POINT))
     tooltip = ["option:N", "measure:N", "batch:Q", alt.Tooltip("tokens_per_s:Q", format=",.1f")]
     order = rank_order(data)
-    if data["batch"].n_unique() == 1:  # one concurrency: a line would be a column of dots
-        return per_model(
-            alt.Chart(data)
+    grid = data.filter(~pl.col(OPERATING_POINT))
+    rule = [] if found.tpot_s is None else target_rule(1 / found.tpot_s, found.tpot_label(), "x", per_user=True)
+    if grid["batch"].n_unique() == 1:  # one concurrency: a line would be a column of dots
+        x = alt.X("tokens_per_s:Q", title=f"output tokens/s at concurrency {grid['batch'][0]}", axis=NUMBER_AXIS)
+        y = alt.Y("option:N", title=None, sort=order)
+        bars = (
+            alt.Chart()
             .mark_bar()
             .encode(
-                x=alt.X("tokens_per_s:Q", title=f"output tokens/s at concurrency {data['batch'][0]}", axis=NUMBER_AXIS),
-                y=alt.Y("option:N", title=None, sort=order),
+                x=x,
+                y=y,
                 yOffset="measure:N",
-                color=alt.Color("measure:N", title=None),
+                color=gpu_color(grid, gpus),
+                opacity=alt.Opacity(
+                    "measure:N",
+                    title=None,
+                    scale=alt.Scale(domain=["per user", "per replica (under load)"], range=[1.0, 0.45]),
+                ),
                 tooltip=tooltip,
             )
         )
+        layers = [bars]
+        if "_rank" in grid.columns:
+            outline = alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2).encode(x=x, y=y, yOffset="measure:N")
+            layers.append(recommended(outline, "square", "_rank"))
+        return per_model(alt.layer(*layers, *rule, data=grid))
     # one panel per measure, so a line is one option and the legend's circles are the points drawn
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)", axis=COUNT_AXIS)
+    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=SI_AXIS)
+    color = gpu_color(data, gpus)
     line = (
         alt.Chart()
+        .transform_filter(~alt.datum[OPERATING_POINT])
         .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
-        .encode(
-            x=alt.X(
-                "batch:Q",
-                scale=alt.Scale(type="log", base=2),
-                title="concurrency (requests in flight)",
-                axis=COUNT_AXIS,
-            ),
-            y=alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=SI_AXIS),
-            color=gpu_color(data, gpus),
-            tooltip=tooltip,
-        )
+        .encode(x=x, y=y, color=color, tooltip=tooltip)
     )
+    layers = [line, operating_points(x, y, color, tooltip), ring(x, y)]
+    if found.tpot_s is not None:  # on the per-user panel, tokens/s on its y axis
+        layers += target_rule(1 / found.tpot_s, found.tpot_label(), "y", per_user=True)
     return (
-        alt.layer(line, data=data)
+        alt.layer(*layers, data=data)
         .properties(width=WIDTH // 2 - 20, height=220)
         .facet(row=alt.Row("model:N", title=None), column=alt.Column("measure:N", title=None, sort=["per user"]))
         .resolve_scale(y="independent")
@@ -389,9 +573,14 @@ def decode_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.T
 
 
 # -- how long until the first word? ---------------------------------------------------------------------
+PERCENTILE_COLUMNS = {"p90": "ttft_p90_s", "p99": "ttft_p99_s"}
+
+
 def ttft_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
-    """With one prompt length: each GPU's best option (rank order) at its operating point, mean and p90
-    TTFT. With several: the same layouts alone (concurrency 1, the smallest batch) against prompt length."""
+    """With one prompt length: each GPU's best option (rank order) at its operating point, mean, p90 and
+    p99 TTFT. With several: the same layouts alone (concurrency 1, the smallest batch) against prompt
+    length, TTFT at the percentile the sweep's TTFT target bounds (the mean without one). `_rank` 1: the
+    recommended option's; with the sweep's targets."""
     series = ranked_series(options)
     if series.height == 0:
         return pl.DataFrame()
@@ -404,22 +593,26 @@ def ttft_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.Da
             "gpu",
             "_n",
             "_total",
+            "_rank",
             "input_tokens",
             (pl.col("ttft_s") * 1000).alias("ttft_ms"),
             (pl.col("ttft_p90_s") * 1000).alias("ttft_p90_ms"),
+            (pl.col("ttft_p99_s") * 1000).alias("ttft_p99_ms"),
         )
-        return rows.sort(["model", "_n"])
+        return with_targets(rows.sort(["model", "_n"]), options)
+    percentile = options["ttft_percentile"].cast(pl.String)[0] if "ttft_percentile" in options.columns else None
+    column = PERCENTILE_COLUMNS.get(percentile, "ttft_s")
     keys = [k for k in series_keys(frame) if k in series.columns]
-    rows = _strings(frame).filter(pl.col("output_tokens") == pl.col("output_tokens").min() & pl.col("fits"))
+    rows = _strings(frame).filter((pl.col("output_tokens") == pl.col("output_tokens").min()) & pl.col("fits"))
     rows = rows.filter(pl.col("batch") == pl.col("batch").min().over(keys))
-    rows = rows.group_by([*keys, "input_tokens"]).agg((pl.col("ttft_s").first() * 1000).alias("ttft_ms")).collect()
-    shown = [*keys, "input_tokens", "ttft_ms", "_n", "_total"]
+    rows = rows.group_by([*keys, "input_tokens"]).agg((pl.col(column).first() * 1000).alias("ttft_ms")).collect()
+    shown = [*keys, "input_tokens", "ttft_ms", "_n", "_total", "_rank"]
     rows = _pick(rows, series, keys).select(shown).with_columns(pl.lit(False).alias(POINT_ONLY))
     alone = _missing_series(rows, series, options, keys)
     if alone.height:  # searched worker counts: the plan's own TTFT at its operating point
-        point = alone.with_columns(ttft_ms=pl.col("ttft_s") * 1000).select(*shown, POINT_ONLY)
+        point = alone.with_columns(ttft_ms=pl.col(column) * 1000).select(*shown, POINT_ONLY)
         rows = pl.concat([rows, point], how="vertical_relaxed")
-    return _layout_label(rows).sort(["model", "_n", "input_tokens"])
+    return with_targets(_layout_label(rows).sort(["model", "_n", "input_tokens"]), options)
 
 
 def time_unit(ms: pl.Series) -> tuple[float, str]:
@@ -429,48 +622,53 @@ def time_unit(ms: pl.Series) -> tuple[float, str]:
 
 
 def ttft_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
-    div, unit = time_unit(data["ttft_ms"])
+    """TTFT, the sweep's TTFT target drawn at the percentile it bounds: with one prompt length the mean
+    (bars) and that percentile (ticks; p90 without a percentile target); with several, that percentile
+    against prompt length."""
+    data, found = targets(data)
+    target_ms = None if found.ttft_s is None else found.ttft_s * 1000
+    div, unit = time_unit(pl.concat([data["ttft_ms"], pl.Series([target_ms], dtype=pl.Float64)]))
     data = data.with_columns(ttft=pl.col("ttft_ms") / div)
     tooltip = ["option:N", "input_tokens:Q", alt.Tooltip("ttft:Q", title=f"TTFT ({unit})", format=",.2f")]
-    if data["input_tokens"].n_unique() == 1:  # one prompt length: bars (mean) and ticks (p90), not dots
-        order = rank_order(data) if "_n" in data.columns else "x"
-        bars = (
-            alt.Chart()
-            .mark_bar()
-            .encode(
-                x=alt.X(
-                    "ttft:Q",
-                    title=f"time to first token ({unit}), {data['input_tokens'][0]:,}-token prompt: mean, | p90",
-                    axis=NUMBER_AXIS,
-                ),
-                y=alt.Y("option:N", title=None, sort=order),
-                tooltip=tooltip,
-            )
+    rule = []
+    if target_ms is not None:
+        near_end = target_ms > 0.6 * max(target_ms, data["ttft_ms"].max() or 0)
+        rule = target_rule(
+            target_ms / div, found.ttft_label(), "x" if data["input_tokens"].n_unique() == 1 else "y", near_end
         )
+    if data["input_tokens"].n_unique() == 1:  # one prompt length: bars (mean) and ticks (a percentile), not dots
+        order = rank_order(data) if "_n" in data.columns else "x"
+        tick = "p99" if found.percentile == "p99" else "p90"
+        x = alt.X(
+            "ttft:Q",
+            title=f"time to first token ({unit}), {data['input_tokens'][0]:,}-token prompt: mean, | {tick}",
+            axis=NUMBER_AXIS,
+        )
+        y = alt.Y("option:N", title=None, sort=order)
+        colour = {"color": gpu_color(data, gpus, title="GPU")} if "gpu" in data.columns else {}
+        bars = alt.Chart().mark_bar().encode(x=x, y=y, tooltip=tooltip, **colour)
         layers = [bars]
-        if "ttft_p90_ms" in data.columns:
-            data = data.with_columns(ttft_p90=pl.col("ttft_p90_ms") / div)
+        if f"ttft_{tick}_ms" in data.columns:
+            data = data.with_columns(ttft_tick=pl.col(f"ttft_{tick}_ms") / div)
             layers.append(
                 alt.Chart()
                 .mark_tick(color="black", thickness=2, size=16)
                 .encode(
-                    x="ttft_p90:Q",
+                    x="ttft_tick:Q",
                     y=alt.Y("option:N", sort=order),
-                    tooltip=[alt.Tooltip("ttft_p90:Q", format=",.2f", title=f"p90 ({unit})")],
+                    tooltip=[alt.Tooltip("ttft_tick:Q", format=",.2f", title=f"{tick} ({unit})")],
                 )
             )
-        return per_model(alt.layer(*layers, data=data))
-    return per_model(
-        alt.Chart(data)
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("input_tokens:Q", title="prompt length (tokens)", axis=COUNT_AXIS),
-            y=alt.Y("ttft:Q", title=f"time to first token ({unit})", axis=NUMBER_AXIS),
-            color=gpu_color(data, gpus),
-            tooltip=tooltip,
-        ),
-        height=240,
-    )
+        if "_rank" in data.columns:
+            outline = alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2.5).encode(x=x, y=y)
+            layers.append(recommended(outline, "square", "_rank"))
+        return per_model(alt.layer(*layers, *rule, data=data))
+    stat = "" if found.percentile == "mean" else f"{found.percentile} "
+    x = alt.X("input_tokens:Q", title="prompt length (tokens)", axis=COUNT_AXIS)
+    y = alt.Y("ttft:Q", title=f"{stat}time to first token ({unit})", axis=NUMBER_AXIS)
+    line = alt.Chart().mark_line(point=True).encode(x=x, y=y, color=gpu_color(data, gpus), tooltip=tooltip)
+    layers = [line, ring("input_tokens:Q", "ttft:Q", "_rank")] if "_rank" in data.columns else [line]
+    return per_model(alt.layer(*layers, *rule, data=data), height=240)
 
 
 # -- what limits it? ----------------------------------------------------------------------------------------
@@ -530,7 +728,7 @@ def roofline_chart(points: pl.DataFrame, gpus: Sequence[str] | None = None) -> a
             x="intensity:Q",
             y="flops_per_s:Q",
             color=gpu_color(points, gpus, title="GPU"),
-            shape=alt.Shape("bound:N"),
+            shape=limit_shape(),
             tooltip=[
                 "gpu:N",
                 "model:N",
@@ -592,16 +790,17 @@ def cost_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.Top
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
+            color=gpu_color(data, gpus, title="GPU"),
+            opacity=alt.Opacity(
                 "meets:N",
                 title=None,
-                scale=alt.Scale(domain=["meets the targets", "misses a target"], range=["#2f6fb2", "#bbbbbb"]),
+                scale=alt.Scale(domain=["meets the targets", "misses a target"], range=[1.0, 0.3]),
             ),
             tooltip=["option:N", "rank:Q", "batch:Q", alt.Tooltip("usd:Q", title=metric, format=money)],
         )
     )
-    ring = recommended(alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2.5).encode(x=x, y=y), "square")
-    return per_model(alt.layer(bars, ring, data=data))
+    outline = recommended(alt.Chart().mark_bar(fillOpacity=0, strokeWidth=2.5).encode(x=x, y=y), "square")
+    return per_model(alt.layer(bars, outline, data=data))
 
 
 # -- what is the trade-off? -------------------------------------------------------------------------------------
@@ -609,7 +808,8 @@ def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
     """Per model and GPU (the GPUs of the ranked options, rank order), the Pareto frontier of (tokens/s
     per user, tokens/s per GPU) over every fitting configuration at the first lengths: no other
     configuration of that GPU is better on both, each named with its serving mode where the frame has
-    them (a 1P1D or MTP point is not its aggregated layout's)."""
+    them (a 1P1D or MTP point is not its aggregated layout's); and each GPU's option at the plan's
+    operating point (OPERATING_POINT, its `rank`: 1 the recommended one), with the sweep's targets."""
     names = frame.collect_schema().names()
     serving = [n for n in SERVING_NAME_COLUMNS if n in names] if "mode" in names and "speculative" in names else []
     rows = (
@@ -631,34 +831,44 @@ def frontier_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
         .drop("_best")
         .collect()
     )
+    rows = rows.with_columns(pl.lit(False).alias(OPERATING_POINT), pl.lit(None, pl.Int64).alias("rank"))
     series = ranked_series(options)
     if series.height:
         rows = _pick(rows, series.select("model", "gpu", "_n", "_total"), ["model", "gpu"])
-    return _layout_label(rows).sort(["model", "gpu", "per_user"])
+        points = _plan_points(pl.DataFrame(), series, options, ["model", "gpu"]).with_columns(
+            per_user=pl.col("decode_tokens_per_s_per_seq"),
+            per_gpu=pl.col("output_tokens_per_s_per_gpu"),
+            batch=pl.col("concurrency"),
+            rank=pl.col("_rank"),
+            **{OPERATING_POINT: pl.lit(True)},
+        )
+        cast = {k: v for k, v in rows.schema.items() if k in points.columns}
+        points = points.select(rows.columns).with_columns([pl.col(k).cast(t) for k, t in cast.items()])
+        rows = pl.concat([rows, points], how="vertical_relaxed")
+    return with_targets(_layout_label(rows).sort(["model", "gpu", OPERATING_POINT, "per_user"]), options)
 
 
 def frontier_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.TopLevelMixin:
-    return per_model(
-        alt.Chart(data)
+    data, found = targets(data)
+    if OPERATING_POINT not in data.columns:
+        data = data.with_columns(pl.lit(False).alias(OPERATING_POINT))
+    x = alt.X("per_user:Q", title="tokens/s per user")
+    y = alt.Y("per_gpu:Q", title="output tokens/s per GPU")
+    color = gpu_color(data, gpus)
+    tooltip = ["option:N", "batch:Q", alt.Tooltip("per_user:Q", format=",.1f"), alt.Tooltip("per_gpu:Q", format=",.1f")]
+    line = (
+        alt.Chart()
+        .transform_filter(~alt.datum[OPERATING_POINT])
         .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
-        .encode(
-            x=alt.X("per_user:Q", title="tokens/s per user"),
-            y=alt.Y("per_gpu:Q", title="output tokens/s per GPU"),
-            color=gpu_color(data, gpus),
-            order="per_user:Q",
-            tooltip=[
-                "option:N",
-                "batch:Q",
-                alt.Tooltip("per_user:Q", format=",.1f"),
-                alt.Tooltip("per_gpu:Q", format=",.1f"),
-            ],
-        ),
-        height=280,
+        .encode(x=x, y=y, color=color, order="per_user:Q", tooltip=tooltip)
     )
+    layers = [line, operating_points(x, y, color, tooltip), ring(x, y), *per_user_target(data, found, "per_user")]
+    return per_model(alt.layer(*layers, data=data), height=280)
 
 
 def _decode_title(data: pl.DataFrame) -> str:
-    return "Decode speed against concurrency" if data["batch"].n_unique() > 1 else "Decode speed at one concurrency"
+    grid = data.filter(~pl.col(OPERATING_POINT)) if OPERATING_POINT in data.columns else data
+    return "Decode speed against concurrency" if grid["batch"].n_unique() > 1 else "Decode speed at one concurrency"
 
 
 def _ttft_title(data: pl.DataFrame) -> str:
@@ -683,11 +893,18 @@ CHARTS: tuple[ChartSpec, ...] = (
         memory_data,
         memory_chart,
     ),
-    ChartSpec("decode", _decode_title, "How fast, and for how many users?", decode_data, decode_chart),
+    ChartSpec("decode", _decode_title, "How fast, and for how many users?", decode_data, decode_chart, per_user_note),
     ChartSpec("ttft", _ttft_title, "How long until the first word?", ttft_data, ttft_chart),
     ChartSpec("roofline", "Roofline: where each configuration sits", "What limits it?", roofline_data, roofline_chart),
     ChartSpec("cost", _cost_title, "What is cheapest?", cost_data, cost_chart),
-    ChartSpec("frontier", "Latency–throughput frontier", "What is the trade-off?", frontier_data, frontier_chart),
+    ChartSpec(
+        "frontier",
+        "Latency–throughput frontier",
+        "What is the trade-off?",
+        frontier_data,
+        frontier_chart,
+        per_user_note,
+    ),
     *money_charts.CHARTS,
 )
 
@@ -704,5 +921,6 @@ def build_charts(
         data = spec.data(frame, options)
         if data.height:
             title = spec.title(data) if callable(spec.title) else spec.title
-            out.append((spec, spec.build(data, gpus), title, series_note(data)))
+            notes = [series_note(data), spec.note(data) if spec.note else ""]
+            out.append((spec, spec.build(data, gpus), title, "; ".join(n for n in notes if n)))
     return out

@@ -744,22 +744,219 @@ def gpu_colours(spec: dict) -> list[dict]:
     return found
 
 
+def all_colours(spec: dict) -> list[dict]:
+    """Every colour encoding of a chart, whatever its field, in any layer."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            colour = (node.get("encoding") or {}).get("color")
+            if colour and "field" in colour:
+                found.append(colour)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return found
+
+
 def test_a_gpu_has_one_colour_in_every_chart_of_a_report(procurement):
     """The colours come from the report's seven GPUs in alphabetical order, whatever GPUs a chart
     shows: the traffic chart has no gaudi3 (no price), so a domain of its own GPUs gave h100-sxm
     gaudi3's red there and teal in the frontier chart. tableau10 in domain order: a100-80gb-sxm blue,
-    b200 orange, gaudi3 red, h100-sxm teal, h200-sxm green, l40s yellow, mi300x purple, in every chart."""
+    b200 orange, gaudi3 red, h100-sxm teal, h200-sxm green, l40s yellow, mi300x purple, in every chart.
+    No chart colours by anything else in those colours: rent-or-buy coloured its fleets by offer (h200-sxm
+    bought orange, b200's colour; mi300x rented teal, green or yellow), cost-speed by GPU x offer in a palette
+    of its own, the cost bars meeting the targets in a blue like a100's, the memory parts in tableau's blue,
+    orange, red: now a GPU's colour in each, its offers told by shape (cost-speed) or dash (rent or buy),
+    whether it meets the targets by opacity, the memory parts in greys."""
+    from llmsweep.charts import MEMORY_PARTS
+
     gpus = ["a100-80gb-sxm", "b200", "gaudi3", "h100-sxm", "h200-sxm", "l40s", "mi300x"]
     specs = report_charts(procurement / "report.html")
     coloured = {name: gpu_colours(spec) for name, spec in specs.items()}
-    assert {n for n, c in coloured.items() if c} == {"decode", "roofline", "frontier", "gpus-traffic"}
+    assert {n for n, c in coloured.items() if c} == set(specs) - {"memory"}
     for name, colours in coloured.items():
         for colour in colours:
             assert colour["scale"] == {"domain": gpus, "scheme": "tableau10"}, name
+    others = {name: [c for c in all_colours(spec) if c["field"] != "gpu"] for name, spec in specs.items()}
+    assert {n: [c["field"] for c in cs] for n, cs in others.items() if cs} == {"memory": ["component"]}
+    assert others["memory"][0]["scale"]["range"] == list(MEMORY_PARTS.values())
+    assert all(v.startswith("#") and v[1:3] == v[3:5] == v[5:7] for v in MEMORY_PARTS.values())  # greys
+    # one GPU's offers: shapes in cost-speed (the same offer the same shape), dashes in rent or buy
+    shape = specs["cost-speed"]["spec"]["layer"][1]["encoding"]["shape"]
+    assert shape["field"] == "offer" and shape["scale"]["domain"] == ["buy-4y", "rent", "rent-1y-reserved"]
+    dash = specs["rent-buy"]["spec"]["layer"][0]["encoding"]["strokeDash"]
+    assert dash["field"] == "kind" and dash["scale"]["domain"] == ["buy", "rent"]
+    assert specs["cost"]["spec"]["layer"][0]["encoding"]["opacity"]["field"] == "meets"
     # each legend lists the chart's own GPUs alone: no gaudi3 in the traffic chart (it has no price)
     shown = [g for g in gpus if g != "gaudi3"]
     assert [c["legend"]["values"] for c in coloured["gpus-traffic"]] == [shown, shown]  # its lines and dots
     assert set(chart_rows(specs["gpus-traffic"])["gpu"]) == set(shown)
+
+
+def layers(spec: dict) -> list[dict]:
+    """A chart's layers (a faceted chart's inner ones)."""
+    return (spec.get("spec") or spec)["layer"]
+
+
+def target_layers(spec: dict) -> list[tuple[dict, dict]]:
+    """(rule, label) layer pairs of the targets a chart draws: a target's value and label are computed fields."""
+
+    def calc(layer: dict) -> dict:
+        return {t["as"]: t["calculate"] for t in layer.get("transform", []) if "calculate" in t}
+
+    rules = [x for x in layers(spec) if x["mark"]["type"] == "rule" and "target" in calc(x)]
+    texts = [x for x in layers(spec) if x["mark"]["type"] == "text" and "target" in calc(x)]
+    return [(calc(r), t) for r, t in zip(rules, texts, strict=True)]
+
+
+def test_charts_draw_the_latency_targets_the_verdicts_are_judged_against(procurement):
+    """procurement.yaml: TTFT 2 s (the mean: no percentile) and TPOT 50 ms. The TTFT chart (mean bars,
+    p90 ticks) draws 'mean TTFT target 2 s' at 2,000 ms on its x axis, which reaches it (it stopped at its
+    longest p90, under 1,000 ms); the decode chart's per-user panels, the frontier and cost-speed (tokens/s
+    per user) the TPOT target at 1 / 50 ms = 20 tokens/s, labelled as such, with a note that tokens/s per user
+    (output tokens / request latency) runs a little under 1 / TPOT."""
+    specs = report_charts(procurement / "report.html")
+    ((rule, text),) = target_layers(specs["ttft"])
+    assert rule == {"target": "2000.0", "label": "'mean TTFT target 2 s'"}
+    assert layers(specs["ttft"])[-2]["encoding"]["x"]["field"] == "target"  # on the x axis, with its label
+    assert layers(specs["ttft"])[-1]["encoding"]["text"]["field"] == "label"
+    svg = (procurement / "charts" / "ttft.svg").read_text()
+    assert ">2,000</text>" in svg and "mean TTFT target 2 s" in svg  # the axis reaches the target, labelled
+    for name, channel in (("decode", "y"), ("frontier", "x"), ("cost-speed", "x")):
+        ((rule, text),) = target_layers(specs[name])
+        assert rule == {"target": "20.0", "label": "'TPOT target 50 ms = 20 tokens/s'"}, name
+        assert layers(specs[name])[-2]["encoding"][channel]["field"] == "target", name
+        assert "TPOT target 50 ms = 20 tokens/s" in (procurement / "charts" / f"{name}.svg").read_text()
+    # the decode chart's TPOT line is on its per-user panels alone (not stretching the per-replica axes)
+    assert {"filter": "(datum.measure === 'per user')"} in layers(specs["decode"])[-2]["transform"]
+    md = (procurement / "report.md").read_text()
+    assert md.count("tokens/s per user counts the wait for the first token") == 3  # decode, frontier, cost-speed
+
+
+def test_ttft_ticks_and_target_are_at_the_percentile_the_target_bounds():
+    """A p99 TTFT target: the ticks are p99 (not p90) and the rule says 'p99 TTFT target 1.5 s'; the axis
+    unit holds the target too (12 s target over 9 s of TTFT: seconds, not an axis to 12,000 ms)."""
+    from llmsweep import charts
+
+    data = pl.DataFrame(
+        {
+            "model": ["m", "m"],
+            "option": ["a", "b"],
+            "gpu": ["h100-sxm", "l40s"],
+            "_n": [0, 1],
+            "_rank": [1, 2],
+            "input_tokens": [2048, 2048],
+            "ttft_ms": [120.0, 80.0],
+            "ttft_p90_ms": [300.0, 200.0],
+            "ttft_p99_ms": [900.0, 700.0],
+            "ttft_target_s": [1.5, 1.5],
+            "ttft_percentile": ["p99", "p99"],
+            "tpot_target_s": [None, None],
+        }
+    )
+    spec = charts.ttft_chart(data).to_dict()
+    assert spec["spec"]["layer"][0]["encoding"]["x"]["title"].endswith("mean, | p99")
+    assert spec["spec"]["layer"][1]["encoding"]["x"]["field"] == "ttft_tick"
+    ticks = pl.DataFrame(spec["datasets"][spec["data"]["name"]])
+    assert ticks["ttft_tick"].to_list() == [900.0, 700.0]
+    ((rule, _),) = target_layers(spec)
+    assert rule == {"target": "1500.0", "label": "'p99 TTFT target 1.5 s'"}
+    assert not any(c.startswith("ttft_target") for c in ticks.columns)  # read, then dropped from the chart's data
+    slow = data.with_columns(ttft_ms=pl.Series([9_000.0, 8_000.0]), ttft_target_s=pl.lit(12.0))
+    ((rule, _),) = target_layers(charts.ttft_chart(slow).to_dict())
+    assert rule["target"] == "12.0"  # seconds
+
+
+def test_the_recommended_option_is_marked_in_every_chart_that_shows_options(procurement):
+    """Every chart of options or operating points draws each model's recommended option (rank 1) and
+    marks it, in black, with the legend entry 'recommended (rank 1)': the decode chart drew grid lines
+    alone, so the recommended option's operating point (its requests in flight and tokens/s per user in
+    plan.csv) was in no chart; now every option's operating point is there, the recommended one ringed."""
+    plan = pl.read_parquet(procurement / "plan.parquet").filter(pl.col("rank") == 1)
+    specs = report_charts(procurement / "report.html")
+    for name in ("memory", "decode", "ttft", "cost", "frontier", "cost-speed", "gpus-traffic"):
+        marks = [x for x in layers(specs[name]) if "stroke" in x.get("encoding", {})]
+        assert marks, name
+        assert marks[0]["encoding"]["stroke"]["scale"] == {"domain": ["recommended (rank 1)"], "range": ["black"]}
+        flag = "_rank" if name in ("memory", "ttft") else "rank"
+        assert {"filter": f"(datum.{flag} === 1)"} in marks[0]["transform"], name
+        rows = chart_rows(specs[name])
+        assert set(rows.filter(pl.col(flag) == 1)["model"]) == set(plan["model"].cast(pl.String)), name
+    decode = chart_rows(specs["decode"]).filter((pl.col("rank") == 1) & (pl.col("measure") == "per user"))
+    for best in plan.iter_rows(named=True):
+        point = decode.filter(pl.col("model") == best["model"]).row(0, named=True)
+        assert point["operating_point"] and point["option"].startswith(f"{best['gpu']} · {best['precision']}")
+        assert point["batch"] == pytest.approx(best["concurrency"])
+        assert point["tokens_per_s"] == pytest.approx(best["decode_tokens_per_s_per_seq"])
+    frontier = chart_rows(specs["frontier"]).filter(pl.col("rank") == 1)
+    assert frontier["per_user"].to_list() == pytest.approx(
+        [plan.filter(pl.col("model") == m)["decode_tokens_per_s_per_seq"].item() for m in frontier["model"]]
+    )
+    # the traffic chart rings the recommended fleet at the sweep's peak: 4 mi300x for Qwen3-30B (40 requests/s)
+    traffic = chart_rows(specs["gpus-traffic"]).filter(pl.col("rank") == 1)
+    qwen = traffic.filter(pl.col("model") == "Qwen/Qwen3-30B-A3B").row(0, named=True)
+    assert (qwen["gpu"], qwen["peak"], qwen["gpus_at"]) == ("mi300x", 40.0, 4)
+    # rent or buy names the recommended fleet where it is one of the two it compares
+    fleets = chart_rows(specs["rent-buy"]).filter(pl.col("rank") == 1)["fleet"].unique().to_list()
+    assert fleets and all(f.endswith(" (recommended)") for f in fleets)
+
+
+def test_the_rent_or_buy_chart_spans_one_range_past_every_payback_and_marks_the_horizon(procurement):
+    """Its panels ended at 36 months (Llama-3.3-70B, paying back after 34.0) and 72 (Qwen3-30B, paying
+    back after 94.6, not reached), with no mark of the 3-year horizon. Now every panel runs 0 to 96 months
+    (past 94.6, to the next whole year), the horizon a rule at 36 months labelled 'horizon 3 years', each
+    payback a rule labelled with its month."""
+    spec = report_charts(procurement / "report.html")["rent-buy"]
+    rows = chart_rows(spec)
+    ends = rows.group_by("model").agg(pl.col("month").max())
+    assert set(ends["month"]) == {96}
+    assert spec["spec"]["layer"][0]["encoding"]["x"]["scale"] == {"domain": [0, 96], "nice": False}
+    paybacks = dict(rows.group_by("model").agg(pl.col("break_even").first()).rows())
+    assert paybacks["Qwen/Qwen3-30B-A3B"] == pytest.approx(94.6, abs=0.05)
+    assert paybacks["meta-llama/Llama-3.3-70B-Instruct"] == pytest.approx(34.0, abs=0.05)
+    assert all(p is None or p <= 96 for p in paybacks.values())
+    said = dict(rows.group_by("model").agg(pl.col("payback").first()).rows())
+    assert said["Qwen/Qwen3-30B-A3B"] == "buying pays back after 94.6 months"
+    assert set(rows["horizon_months"]) == {36.0}
+    horizon = [x for x in layers(spec) if x["encoding"].get("x", {}).get("field") == "horizon_months"]
+    assert [x["mark"]["type"] for x in horizon] == ["rule", "text"]
+    assert {"calculate": "'horizon ' + datum.horizon_months / 12 + ' years'", "as": "text"} in horizon[1]["transform"]
+    assert "horizon 3 years" in (procurement / "charts" / "rent-buy.svg").read_text()
+
+
+def test_each_limit_has_one_shape_in_every_report():
+    """The roofline's shapes came from the limits a sweep has, in their order: 'memory' a triangle in a
+    sweep with communication, compute and memory, a square in one with compute and memory. Now each limit
+    has its own shape whichever others there are, and no offer shape is a limit's."""
+    from llmsweep import charts
+
+    def shapes(bounds: list[str]) -> dict:
+        points = pl.DataFrame(
+            {
+                "gpu": ["b200"] * len(bounds),
+                "model": ["m"] * len(bounds),
+                "precision": ["fp8"] * len(bounds),
+                "batch": list(range(1, len(bounds) + 1)),
+                "bound": bounds,
+                "intensity": [10.0 * (i + 1) for i in range(len(bounds))],
+                "flops_per_s": [1e12] * len(bounds),
+                "peak_flops_per_s": [2e15] * len(bounds),
+                "memory_bandwidth_bytes_per_s": [8e12] * len(bounds),
+                "kind": ["configuration"] * len(bounds),
+            }
+        )
+        scale = charts.roofline_chart(points).to_dict()["layer"][1]["encoding"]["shape"]["scale"]
+        return dict(zip(scale["domain"], scale["range"], strict=True))
+
+    one, other = shapes(["communication", "compute", "memory"]), shapes(["compute", "memory"])
+    assert one == other == charts.LIMIT_SHAPES
+    assert one["memory"] == "triangle-up" and one["compute"] == "square"
+    assert not set(charts.LIMIT_SHAPES.values()) & set(charts.OFFER_SHAPES)
 
 
 def test_the_cost_speed_chart_rings_the_recommended_option_and_says_why_it_is_off_the_line(procurement):
