@@ -9,6 +9,7 @@ import math
 import os
 import re
 import tempfile
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import TypeVar
 
@@ -152,6 +153,13 @@ def print_layout(widths: list[int]) -> tuple[int, int, int]:
             break
         keys, key_width = keys + 1, key_width + w
     return 8, math.ceil((total - key_width) / (A3_CHARACTERS - key_width)), keys
+
+
+def spreadsheet_round(v: float, digits: int) -> Decimal:
+    """`v` as a spreadsheet's number format of `digits` decimals shows it: read to 15 significant digits,
+    then rounded half away from zero (5.25 kW shows as 5.3, where Python's format, rounding half to even,
+    gives 5.2). The reports round with it wherever the workbook shows the same number."""
+    return Decimal(f"{v:.15g}").quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
 
 
 def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path) -> None:

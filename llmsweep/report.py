@@ -22,6 +22,7 @@ from llmsweep import answer as answers
 from llmsweep.charts import LAYOUT_PARTS, build_charts
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
+from llmsweep.export import spreadsheet_round
 from llmsweep.finance import RENT_24_7, cost_per_million, option_rows
 from llmsweep.plan import FALLBACK_RANK, break_even
 from llmsweep.vega import vega_bundle
@@ -100,7 +101,8 @@ def f_money(v) -> str:
 
 
 def f_kw(v) -> str:
-    return "–" if _missing(v) else f"{v:,.1f}"
+    """kW to 0.1, rounded as the workbook's Power (kW) column shows it (5.25 -> 5.3, half away from zero)."""
+    return "–" if _missing(v) else f"{spreadsheet_round(v, 1):,.1f}"
 
 
 def f_pct(v) -> str:
