@@ -228,13 +228,15 @@ def write_xlsx(sheets: dict[str, pl.DataFrame], path: Path, about: Sequence[Line
     wb = xlsxwriter.Workbook(str(path), {"constant_memory": True, "nan_inf_to_errors": True})
     wb.set_properties({"created": dt.datetime(2000, 1, 1)})  # fixed: same input, same bytes
     # names and units indented as text is: a wrapped name never runs into the next
-    bold = wb.add_format({"bold": True, "bottom": 1, "text_wrap": True, "valign": "bottom", "indent": 1})
-    unit_fmt = wb.add_format({"italic": True, "font_color": "#555555", "indent": 1})
+    bold = wb.add_format(
+        {"bold": True, "bottom": 1, "text_wrap": True, "valign": "bottom", "indent": 1, "align": "left"}
+    )
+    unit_fmt = wb.add_format({"italic": True, "font_color": "#555555", "indent": 1, "align": "left"})
     # text a spreadsheet would run as a formula once someone edits its cell (= + - @, tab, CR): the
     # cell is text already; the quote prefix keeps it text when re-entered, as the CSV's apostrophe does.
     # Text is indented by a character, so a number right-aligned in the column before never touches it.
-    text_fmt = wb.add_format({"indent": 1})
-    as_text = wb.add_format({"quote_prefix": True, "indent": 1})
+    text_fmt = wb.add_format({"indent": 1, "align": "left"})
+    as_text = wb.add_format({"quote_prefix": True, "indent": 1, "align": "left"})
     formats = {unit: wb.add_format({"num_format": f}) for unit, f in _XLSX_FORMATS.items()}
     header = page_header(title)
     if about:

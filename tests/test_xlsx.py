@@ -123,8 +123,8 @@ def test_numbers_never_touch_the_text_beside_them(book):
     ws = book["options"]
     headers = {cell.value: cell.column_letter for cell in ws[1]}
     gpu = [c for c in ws[headers["GPU"]][2:]]
-    assert gpu and all(c.alignment.indent == 1 for c in gpu)
-    assert all(c.alignment.indent == 1 and c.alignment.wrap_text for c in ws[1])
+    assert gpu and all(c.alignment.indent == 1 and c.alignment.horizontal == "left" for c in gpu)
+    assert all(c.alignment.indent == 1 and c.alignment.horizontal == "left" and c.alignment.wrap_text for c in ws[1])
     assert ws.row_dimensions[1].height == 45  # three lines: 'USD per M output tokens (decode)'
     assert export.header_width("USD per M output tokens (decode)") == 13  # "USD per M", "output tokens", "(decode)"
     assert export.header_width("Output tokens") == 8 and export.header_width("GPU") == 3
