@@ -86,7 +86,7 @@ def test_about_sheet_states_the_run_its_targets_prices_and_notes(book):
     ]
     assert by_label["Lengths"] == ["2,048 tokens in, 512 out per request"]
     assert by_label["Latency targets"] == [
-        "TTFT ≤ 2 s and TPOT ≤ 50 ms"
+        "mean TTFT ≤ 2 s and TPOT ≤ 50 ms"
     ]  # the mean TTFT: the sweep names no percentile
     assert by_label["Horizon"] == ["3 years (horizon_years)"] and by_label["Rent paid"] == ["24/7 (rent_paid)"]
     assert by_label["Assumptions"][0].startswith("Rented GPUs are paid around the clock (730 h a month)")
