@@ -279,6 +279,22 @@ def answer(
     return text + "." + _unpriced(offers)
 
 
+def close_call(sensitivity: list[dict]) -> str:
+    """' A 20 % move reverses the ranking: memory bandwidth reached -20 %, traffic +20 % (see "Does the top
+    choice hold").' when any assumption moved by 20 % puts another option first (plan/robustness.py), so
+    that a buyer reads how fragile a pick is beside the pick, not only in the table below it."""
+    # the assumption without its gloss: 'memory bandwidth reached', 'price of gb200 example'
+    flips = [
+        f"{str(s['assumption']).split(' (')[0].split(', against')[0]} {s['change']}"
+        for s in sensitivity
+        if s.get("flips")
+    ]
+    if not flips:
+        return ""
+    listed = flips[0] if len(flips) == 1 else f"{', '.join(flips[:-1])} or {flips[-1]}"
+    return f' A 20 % move reverses the ranking: {listed} (see "Does the top choice hold").'
+
+
 def _band(o: dict) -> str:
     """', or 32 GPUs if it runs at the slow end of its 80 % uncertainty band' when the estimate's
     uncertainty (the profile's out-of-sample errors) could need a larger fleet than the point estimate: a
@@ -392,7 +408,7 @@ def speculation_text(o: dict, settings: list[dict] | None = None, profile: str =
 def speculation_statement(rows: list[dict], settings: list[dict] | None = None, profile: str = "") -> str:
     """Once per report: the acceptance each speculative method was estimated with, and that it is an
     assumption ('' without speculative decoding): 'Speculative decoding: MTP with 1 drafted token at
-    acceptance 0.85, the default profile's mtp_acceptance (the sweep states none). Acceptance depends
+    acceptance 0.85, the default profile's mtp_acceptance (the sweep gives no acceptance). Acceptance depends
     on the traffic (...); measure it on yours.'"""
     seen: dict[tuple, str] = {}
     for o in rows:
@@ -404,7 +420,7 @@ def speculation_statement(rows: list[dict], settings: list[dict] | None = None, 
         if speculation_given(o, settings):
             source = "as the sweep states"
         else:
-            source = f"the {profile or 'efficiency'} profile's {method}_acceptance (the sweep states none)"
+            source = f"the {profile or 'efficiency'} profile's {method}_acceptance (the sweep gives no acceptance)"
         seen[(method, k, alpha)] = f"{name} with {tokens} at acceptance {alpha:.3g}, {source}"
     if not seen:
         return ""

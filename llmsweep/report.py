@@ -409,7 +409,8 @@ def recommendations(
                 "model": model,
                 "answer": answers.answer(
                     model, s_in, s_out, table, spec.get("workload"), spec.get("slo"), horizon_years, fleets
-                ),
+                )
+                + answers.close_call(sensitivity.get(f"{model}|{s_in}|{s_out}", [])),
                 "offers": table,
                 "input_tokens": s_in,
                 "output_tokens": s_out,
@@ -673,7 +674,7 @@ def engines_sentence(engines: dict[str, list[str]]) -> str:
         for e in names:
             by_engine.setdefault(e, []).append(gpu)
     text = "; ".join(f"{e} on {', '.join(gpus)}" for e, gpus in by_engine.items())
-    return text + " (each engine's efficiency profile applies; `engine:` in the grid chooses others)" if text else "?"
+    return text + " (each engine's efficiency profile applies; the grid's engine axis chooses others)" if text else "?"
 
 
 def yaml_spec(manifest: dict) -> dict:

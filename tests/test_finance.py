@@ -190,6 +190,41 @@ def test_the_answer_says_the_price_a_rental_pays_and_what_a_purchase_pays_up_fro
     assert text.endswith("; the runner-up, 8 × gb200 (fp8 weights, MTP), costs the same."), text
 
 
+def test_the_answer_says_which_20_percent_move_reverses_the_ranking():
+    """frontier-moe's pick (one 16-GPU GB200 replica at 18.9 of the 18 requests/s it must carry) needs a
+    second replica if traffic grows 20 %: the answer says so beside the pick, not only in the table."""
+    from llmsweep.answer import close_call
+
+    rows = [
+        {"assumption": "memory bandwidth reached (bandwidth efficiency)", "change": "-20%", "flips": True},
+        {"assumption": "traffic", "change": "-20%", "flips": False},
+        {
+            "assumption": "price of gb200 example, against b200 example (the best option on another offer)",
+            "change": "+20%",
+            "flips": True,
+        },
+        {"assumption": "traffic", "change": "+20%", "flips": True},
+        {"assumption": "drafted tokens accepted", "change": "+20%", "flips": None},
+    ]
+    assert close_call(rows) == (
+        " A 20 % move reverses the ranking: memory bandwidth reached -20%, price of gb200 example +20% or "
+        'traffic +20% (see "Does the top choice hold").'
+    )
+    assert close_call(rows[1:2]) == close_call([]) == ""
+
+
+def test_the_sensitivity_table_is_open_where_the_answer_points_to_it(procurement):
+    """In report.html the table sits in a <details>: open for each model whose answer says a 20 % move
+    reverses its ranking (Llama-3.1-8B, Llama-3.3-70B and Mixtral in procurement), closed for the others."""
+    html = (procurement / "report.html").read_text()
+    md = (procurement / "report.md").read_text()
+    answers = [line for line in md.splitlines() if line.startswith("- ") and " out): " in line]
+    pointed = sum("A 20 % move reverses the ranking" in line for line in answers)
+    summary = "><summary>Does the top choice hold if an assumption moves by 20 %?</summary>"
+    assert (len(answers), pointed) == (4, 3)
+    assert (html.count("<details open" + summary), html.count("<details" + summary)) == (3, 1)
+
+
 def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():
     """Per token at full load, buying wins at any utilisation only while every GPU bought serves: a
     2-GPU replica bought on an 8-GPU baseboard pays for 8."""

@@ -422,7 +422,7 @@ def test_a_report_states_each_options_serving_mode(modes):
     assert f"MTP, 1 drafted token, acceptance {a:.3g} assumed (the default profile's), {e:.2f} tokens a step" in md
     assert (
         f"Speculative decoding: MTP with 1 drafted token at acceptance {a:.3g}, the default profile's mtp_acceptance "
-        "(the sweep states none). The acceptance is an assumption"
+        "(the sweep gives no acceptance). The acceptance is an assumption"
     ) in md
     assert "prefix cache: 50% of prompt tokens" in md
     # every row says its mode; the method says how each mode is estimated and what each token type costs
