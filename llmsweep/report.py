@@ -276,7 +276,16 @@ def _why(r: dict, batches: list[int] | None = None) -> str:
             if limit == "saturated"
             else f"{answers.LIMITS.get(limit, limit)} is missed"
         )
-        return text + f"; a replica takes up to {cap:,.3g} requests/s before {stop}."
+        # the step's bound is half the story where prompts fill much of an aggregated replica's time: their
+        # prefill is compute-bound, so compute moves its capacity too (rack-scale: a 20 % slower compute
+        # doubles a 'memory-bound' fleet)
+        busy = r.get("capacity_prefill_busy")
+        prompts = (
+            f", prompts (compute-bound) taking {busy:.0%} of its time there"
+            if r.get("mode") != "disaggregated" and not _missing(busy) and busy >= 0.25
+            else ""
+        )
+        return text + f"; a replica takes up to {cap:,.3g} requests/s before {stop}{prompts}."
     if r["batch"] >= holds:
         text += f"; the batch ({r['batch']}) is the most that fits in memory"
     elif batches and r["batch"] == max(batches):

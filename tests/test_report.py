@@ -696,6 +696,12 @@ def test_why_names_what_holds_a_replica_at_the_traffic():
         "memory-bound: the KV cache is 70% of each step's traffic; an fp8 KV cache halves it; a replica takes up "
         "to 19.1 requests/s before the TPOT target is missed."
     )
+    # prompts filling half its time at capacity: compute moves its capacity as much as the step's bound
+    assert _why({**r, "capacity_prefill_busy": 0.5}).endswith(
+        "before the TPOT target is missed, prompts (compute-bound) taking 50% of its time there."
+    )
+    assert _why({**r, "capacity_prefill_busy": 0.2}) == _why(r)  # a small share is not worth a clause
+    assert _why({**r, "capacity_prefill_busy": 0.5, "mode": "disaggregated"}).endswith("is missed.")
     # without a workload the batch is the operating point: the targets hold it
     closed = {**r, "offered_requests_per_s": None, "capacity_requests_per_s": None, "capacity_limit": None}
     assert _why(closed).endswith("; the latency targets hold the batch at 144 (memory allows 928).")
