@@ -1743,7 +1743,10 @@ TARGET_NAMES = {
     "request_latency_s": "request latency",
 }
 # capacity_limit's values: the latency column whose target binds first (or 'saturated')
-CAPACITY_LIMIT_LABELS = tuple((name, f"{label} target") for name, label in TARGET_NAMES.items())
+CAPACITY_LIMIT_LABELS = (
+    *((name, f"{label} target") for name, label in TARGET_NAMES.items()),
+    ("saturated", "saturated (replica full)"),
+)
 
 # options.csv and the report's first table: one row per model x lengths x GPU x offer, the best layout
 # for it under the targets, in human units (the plan frame keeps SI units).
@@ -1798,15 +1801,16 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         "Batch",
         "batch",
         "sequences",
-        description="The batch at which the option meets the targets in a closed loop of that many clients "
-        "(slo_batch); with a workload the replica runs Concurrency in flight.",
+        description="The most requests one replica runs at once within the targets, as a load test keeping that "
+        "many clients busy measures it (slo_batch); with a workload the replica runs Concurrency in flight.",
     ),
     OptionColumn(
         "Concurrency",
         "concurrency",
         "requests",
-        description="Requests in flight per replica at the plan's traffic (Little: offered rate x request "
-        "latency); without a workload, the batch. The engine's limit on running requests must allow it.",
+        description="Requests in flight per replica at the plan's traffic (its requests/s x request latency, "
+        "Little's law); usually below Batch, the fleet being sized for the peak with headroom and spares; "
+        "without a workload, the batch. The engine's limit on running requests must allow it.",
     ),
     OptionColumn(
         "Rank",
@@ -1911,7 +1915,13 @@ OPTION_COLUMNS: tuple[OptionColumn, ...] = (
         description="Mean time per output token at the plan's traffic, what a TPOT target bounds (Tokens/s "
         "per user counts the wait for the first token too: output tokens / request latency).",
     ),
-    OptionColumn("TTFT (ms)", "ttft_s", "ms", 1e3, description="Mean time to first token."),
+    OptionColumn(
+        "TTFT (ms)",
+        "ttft_s",
+        "ms",
+        1e3,
+        description="Mean time to first token (a target with no percentile bounds it).",
+    ),
     OptionColumn("TTFT p90 (ms)", "ttft_p90_s", "ms", 1e3, description="90th percentile of TTFT."),
     OptionColumn("USD per GPU-hour", "usd_per_gpu_hour", "USD/h", description="Amortised price per GPU-hour."),
 )

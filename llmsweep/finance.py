@@ -502,7 +502,7 @@ def options_table(plan_frame: pl.DataFrame, column: str, higher: bool, rounded: 
 
 
 def _rounded(name: str, unit: str) -> pl.Expr:
-    """A number of options.csv as a person reads it: whole dollars, times in ms to 0.1, speeds to 0.1,
+    """A number of options.csv as a person reads it: whole dollars and µs, times in ms to 0.1, speeds to 0.1,
     costs and energy per million tokens to 3 significant figures. Every number finite: no NaN or inf."""
     col = pl.col(name)
     finite = pl.when(col.is_finite())
@@ -514,12 +514,11 @@ def _rounded(name: str, unit: str) -> pl.Expr:
     return finite.then(col.round(digits) if digits is not None else col).alias(name)
 
 
-WHOLE_UNITS = ("USD", "USD/year", "USD/month")
+WHOLE_UNITS = ("USD", "USD/year", "USD/month", "µs")  # 14443 µs, not 14443.0
 SIG_FIG_UNITS = ("USD/M tokens", "kWh/M tokens")
 OPTION_DIGITS = {
     "USD/h": 4,
     "ms": 1,
-    "µs": 0,
     "kW": 2,
     "tokens/s": 1,
     "tokens/s/kW": 1,

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from llmsweep import finance, plan
+from llmsweep.columns import CAPACITY_LIMIT_LABELS
 from llmsweep.errors import SpecError
 from llmsweep.spec import CostSpec, WorkloadSpec, load
 
@@ -630,7 +631,9 @@ def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
     assert table.filter(pl.col("Meets targets") == "no")["Rank"].is_null().all()
     assert table["Rank"].drop_nulls().min() == 1
     # the limits and misses read in words and human units, not column names and seconds
-    assert set(table["Capacity limit"].drop_nulls()) <= {"TPOT target", "p90 TTFT target", "saturated"}
+    saturated = "saturated (replica full)"  # what stops it when no target does: KV slots or pool time
+    assert set(table["Capacity limit"].drop_nulls()) <= {"TPOT target", "p90 TTFT target", saturated}
+    assert dict(CAPACITY_LIMIT_LABELS)["saturated"] == saturated
     assert not table["Misses by"].drop_nulls().str.contains(r"_s |tpot_s|ttft_").any()
     check_golden("procurement-options.csv", (procurement / "options.csv").read_text())
 

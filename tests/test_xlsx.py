@@ -111,7 +111,11 @@ def test_about_sheet_has_a_dictionary_of_the_options_columns(book):
     dictionary = {r[0]: r[1:] for r in rows[start + 1 : start + 1 + len(OPTION_COLUMNS)]}
     assert list(dictionary) == [c.header for c in OPTION_COLUMNS]  # every column, in the sheet's order
     assert dictionary["Power (kW)"] == ("IT power at full load, before PUE.", "kW", "fleet_kw")
-    assert dictionary["TTFT (ms)"] == ("Mean time to first token.", "ms", "ttft_s x 1000")
+    assert dictionary["TTFT (ms)"] == (
+        "Mean time to first token (a target with no percentile bounds it).",
+        "ms",
+        "ttft_s x 1000",
+    )
     assert dictionary["Rank"][0] == next(c.description for c in OPTION_COLUMNS if c.header == "Rank")
     # and the plan and estimates sheets' columns after it
     assert ("Column", "Meaning", "Unit", None) in rows
