@@ -51,7 +51,8 @@ TABLE_COLUMNS = (
     "output_tokens_per_s_per_gpu",
     "bound",
 )
-TABLE_KEY_COLUMNS = ("gpu", "precision", "batch", "ttft_s", "decode_tokens_per_s_per_seq")
+# kept on a narrow screen (the GPU cell then also says the weights and layout: _narrow_layout)
+TABLE_KEY_COLUMNS = ("gpu", "batch", "ttft_s", "decode_tokens_per_s_per_seq")
 # Shown after the layout when the sweep compares serving modes (more than one mode or speculative setting).
 SERVING_TABLE_COLUMNS = ("mode", "prefill_workers", "decode_workers", "speculative")
 
@@ -533,6 +534,8 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "table": {
             "columns": table.columns,
             "rows": table.rows(),
+            # on a narrow screen the layout columns give way: each GPU cell says it in a few words instead
+            "layouts": [_narrow_layout(r) for r in table.iter_rows(named=True)],
             "shown": table.height,
             "total_fit": counts["fit"],
             "key": [*TABLE_KEY_COLUMNS, "meets_slo", column],  # kept on a narrow screen
@@ -674,6 +677,16 @@ def listed_batches(spec: dict) -> list[int] | None:
     if any(str(b).strip().lower() == "max" for b in batch):
         return None
     return [int(b) for b in batch if isinstance(b, int) and not isinstance(b, bool)] or None
+
+
+def _narrow_layout(row: dict) -> list[str]:
+    """A configuration's weights, layout and serving mode in the fewest words, the lines of the narrow
+    screen's GPU cell: ['fp8 · tp1 dp-attn8 ep8'], ['fp8 · tp8 ep8', '2P1D + MTP'] (rows the key columns
+    alone would not tell apart: the layout columns give way there)."""
+    lines = [" · ".join(str(v) for v in (row.get("precision"), answers.f_layout(row)) if v)]
+    if row.get("mode") == "disaggregated" or row.get("speculative") not in (None, "none"):
+        lines.append(answers.serving_tag(row))
+    return lines
 
 
 def engines_sentence(engines: dict[str, list[str]]) -> str:

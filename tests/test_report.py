@@ -675,6 +675,25 @@ def test_a_p90_ttft_carries_its_band():
     }
 
 
+def test_a_narrow_screen_tells_the_configurations_apart(modes):
+    """On a phone the layout columns of the configurations table give way, so the GPU cell says the
+    weights, layout and serving mode: without it, rows of one GPU at one batch read the same."""
+    from llmsweep.report import _narrow_layout
+
+    assert _narrow_layout({"precision": "fp8", "tp": 1, "dp_attention": 8, "ep": 8, "mode": "aggregated"}) == [
+        "fp8 · tp1 dp-attn8 ep8"
+    ]
+    disagg = {"precision": "fp8", "tp": 8, "ep": 8, "mode": "disaggregated", "prefill_workers": 2}
+    assert _narrow_layout({**disagg, "decode_workers": 1, "speculative": "mtp"}) == ["fp8 · tp8 ep8", "2P1D + MTP"]
+    html = (modes / "report.html").read_text()
+    table = html[html.index('<table id="all-configs"') :]
+    table = table[: table.index("</table>")]
+    cells = re.findall(r'<span class="narrow-only">((?:<br><span class="muted nowrap">[^<]*</span>)+)</span>', table)
+    lines = {tuple(re.findall(r'nowrap">([^<]*)<', c)) for c in cells}
+    assert ("fp8 · tp8 ep8", "1P1D + MTP") in lines and ("fp8 · tp8 ep8",) in lines
+    assert len(cells) == table.count("<tr>") - 1  # every row but the header's
+
+
 def test_why_names_what_holds_a_replica_at_the_traffic():
     """Sized for a workload, a replica runs at its share of the traffic (489 in flight), not at the
     closed-loop batch the targets allow (144): the sentence says what caps its rate."""
