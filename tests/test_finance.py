@@ -431,6 +431,16 @@ def test_break_even_when_rent_is_paid_24_7():
     assert plan.break_even(pricier, "m").endswith(
         "26.2 months: longer than the 1-year horizon, so renting costs less over it."
     )
+    # the best rental another GPU's (at $2.00 an hour: 744,600 x 2 / 2.5 / 12 = 49,640 a month, so
+    # 1,450,000 / (49,640 - 6,613.40) = 33.7 months), renting the bought GPU itself is said too
+    other = {**fleet_row(CostSpec(rent=2.0)), "gpu": "mi300x"}
+    three = pl.concat([rows, pl.DataFrame([other]).with_columns(rows.select(pl.exclude(other.keys())).head(1))])
+    assert plan.break_even(three.select(rows.columns), "m") == (
+        "Rented 24/7, mi300x rent (fp8, tp2) costs $49,640 a month; buying h100-sxm buy-4y (fp8, tp2) costs "
+        "$1,450,000 up front and $6,613 a month to run, so it pays back after 33.7 months, within the 3-year "
+        "horizon: buying costs $98,958 less over it. Against renting h100-sxm itself (h100-sxm rent (fp8, tp2): "
+        "$62,050 a month), buying it pays back after 26.2 months."  # TCO 595,680 x 3 - 1,688,082.40 = 98,957.60
+    )
 
 
 # -- the costs schema ------------------------------------------------------------------------------------------------

@@ -80,8 +80,26 @@ def break_even(
     )
     horizon = b.get("horizon_years")
     if horizon and months > horizon * 12:
-        return text + f": longer than the {horizon:g}-year horizon, so renting costs less over it."
-    if horizon and b.get("tco_usd") is not None and r.get("tco_usd") is not None:
+        text += f": longer than the {horizon:g}-year horizon, so renting costs less over it."
+    elif horizon and b.get("tco_usd") is not None and r.get("tco_usd") is not None:
         saved = r["tco_usd"] - b["tco_usd"]
-        return text + f", within the {horizon:g}-year horizon: buying costs ${saved:,.0f} less over it."
-    return text + "."
+        text += f", within the {horizon:g}-year horizon: buying costs ${saved:,.0f} less over it."
+    else:
+        text += "."
+    return text + _same_gpu(b, rented, name, b_month)
+
+
+def _same_gpu(b: dict, rented: pl.DataFrame, name, b_month: float) -> str:
+    """' Against renting h200-sxm itself (h200-sxm rent (fp8, tp1): $12,775 a month), buying it pays back
+    after 42.9 months.' when the best rental is another GPU: rent or buy is also a choice about one GPU."""
+    same = rented.filter(pl.col("gpu").cast(pl.String) == str(b["gpu"]))
+    if same.height == 0 or str(rented["gpu"][0]) == str(b["gpu"]):
+        return ""
+    s = same.row(0, named=True)
+    if s.get("opex_usd_per_year") is None:
+        return ""
+    s_month = s["opex_usd_per_year"] / 12
+    head = f" Against renting {b['gpu']} itself ({name(s)}: ${s_month:,.0f} a month), buying it"
+    if s_month <= b_month:
+        return head + " never pays back."
+    return head + f" pays back after {b['capex_usd'] / (s_month - b_month):,.1f} months."
