@@ -271,6 +271,9 @@ def answer(
         # how it is paid for, unless that is the best option's offer again (its price said once)
         same_offer = (other["gpu"], other.get("offer")) == (best["gpu"], best.get("offer"))
         what = _fleet(other) if same_offer else _named(other)
+        # its rank, as the tables number it: the runner-up here is the next GPU x offer (x serving mode), which
+        # the ranked layouts below may list after other layouts of the first
+        kind += f" (#{other['rank']})" if other.get("rank") is not None else ""
         shown = money(abs(more)) if fleets else per_token(abs(more))
         if shown == (money(0.0) if fleets else per_token(0.0)):
             text += f"; {kind}, {what}, costs the same"

@@ -184,11 +184,11 @@ def test_the_answer_says_the_price_a_rental_pays_and_what_a_purchase_pays_up_fro
     assert text == (
         "m at 1 requests/s with no latency targets (1,000 tokens in, 100 out): 8 × gb200 (fp8 weights) rented at "
         "$4.54 per GPU-hour "
-        "(example: Spheron, 2026-03-17), $26,520 a month, $954,720 over 3 years; the cheapest purchase, 8 × "
+        "(example: Spheron, 2026-03-17), $26,520 a month, $954,720 over 3 years; the cheapest purchase (#3), 8 × "
         "h200-sxm (fp8 weights) bought for $355,000 up front, costs $3,480 more a month."
     )
     text = answer("org/m", 1000, 100, [example, same], {"requests_per_s": 1}, None, 3, True)
-    assert text.endswith("; the runner-up, 8 × gb200 (fp8 weights, MTP), costs the same."), text
+    assert text.endswith("; the runner-up (#2), 8 × gb200 (fp8 weights, MTP), costs the same."), text
 
 
 def test_the_answer_says_which_20_percent_move_reverses_the_ranking():

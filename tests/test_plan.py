@@ -545,7 +545,7 @@ def test_rank_one_is_the_cheapest_fleet_that_meets_the_targets():
     assert answer("org/m", 1000, 250, table, workload, {"tpot_s": 0.05}, 3, True) == (
         # the purchase's up-front cost: its 8 GPUs bought in one baseboard, 8 x $30,000 + one server $50,000
         "m at 4 requests/s with TPOT ≤ 50 ms (1,000 tokens in, 250 out): 4 × h100-sxm (fp8 weights) rented at "
-        "$2.00 per GPU-hour, $5,840 a month, $210,240 over 3 years; the cheapest purchase, 4 × h200-sxm (fp8 "
+        "$2.00 per GPU-hour, $5,840 a month, $210,240 over 3 years; the cheapest purchase (#2), 4 × h200-sxm (fp8 "
         "weights, 8 bought in whole units for $290,000 up front), costs $5,595 more a month."
     )
     # without a workload a replica fully loaded is what is ranked, per token: then the purchase comes first
@@ -971,7 +971,7 @@ def test_the_verdict_says_when_the_runner_up_costs_less():
 
     offers = [option("h200-sxm", 4, 10_220.0, 1), option("h100-sxm", 5, 9_818.0, 2)]
     text = answer("m", 1000, 250, offers, {"requests_per_s": 4}, None, 3, fleets=True)
-    assert text.endswith("the runner-up, 5 × h100-sxm rented, costs $402 less a month."), text
+    assert text.endswith("the runner-up (#2), 5 × h100-sxm rented, costs $402 less a month."), text
     offers[1]["tco_usd_per_month"] = 10_220.0
     assert answer("m", 1000, 250, offers, {"requests_per_s": 4}, None, 3, fleets=True).endswith("costs the same.")
 
