@@ -173,7 +173,10 @@ def price_terms(price: dict) -> str:
         if price.get("servers_per_rack"):
             parts.append(f"{price['servers_per_rack']:,} servers per rack")
     if price.get("host_kw"):
-        parts.append(f"host power {price['host_kw']:g} kW per server (in Power (kW) and the energy columns)")
+        parts.append(
+            f"host power {price['host_kw']:g} kW per server (in Power (kW) and the opex; energy per token counts "
+            "the GPUs alone)"
+        )
     if price.get("citation"):
         parts.append(str(price["citation"]))
     return "; ".join(p for p in parts if p)

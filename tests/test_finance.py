@@ -775,21 +775,7 @@ def test_each_models_cost_bars_are_in_its_own_order_cheapest_first(procurement):
 
 def gpu_colours(spec: dict) -> list[dict]:
     """Every colour encoding of a chart's GPUs, in any layer."""
-    found = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            colour = (node.get("encoding") or {}).get("color")
-            if colour and colour.get("field") == "gpu":
-                found.append(colour)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
-    return found
+    return [colour for colour in all_colours(spec) if colour["field"] == "gpu"]
 
 
 def all_colours(spec: dict) -> list[dict]:
