@@ -97,6 +97,9 @@ def test_about_sheet_states_the_run_its_targets_prices_and_notes(book):
     bought = next(r for r in rows if r[0] == "h200-sxm buy-4y")
     assert bought[1].startswith("sweep: bought; 35,000 USD per GPU; 60,000 USD per server without its GPUs; ")
     assert "written off over 4 years" in bought[1] and bought[2] == pytest.approx(1.5122244748858447)
+    assert (
+        "host power 3 kW per server (in Power (kW) and the opex; energy per token counts the GPUs alone)" in bought[1]
+    )
     assert ("gaudi3", "no price: its cost columns are empty and it is not ranked by cost") in rows
     # the notes the run printed, each once
     assert "no price for gaudi3: give one under costs to see its cost columns" in by_label["Note"]
