@@ -49,9 +49,12 @@ def seconds(v: float) -> str:
 
 
 def target_seconds(v: float) -> str:
-    """A latency target, below a millisecond in significant digits ('0.001 ms', not '0 ms': targets
-    go down to 1 µs); from 1 ms, as `seconds` prints it."""
-    return f"{v * 1e3:.3g} ms" if v < 1e-3 else seconds(v)
+    """A latency target as the sweep gives it: below a second in ms to 3 significant digits ('0.001 ms':
+    targets go down to 1 µs; '12.5 ms', not the '12 ms' `seconds` rounds a time to), from a second to the
+    millisecond ('1.5 s', '3,600 s'). The charts label their target lines with it too."""
+    if v < 1:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v:,.3f}".rstrip("0").rstrip(".") + " s"
 
 
 def interactive_warnings(o: dict) -> list[str]:

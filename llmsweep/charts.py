@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import altair as alt
 import polars as pl
 
+from llmsweep.answer import target_seconds
 from llmsweep.columns import POOL_COLUMNS
 
 GIB = 2**30  # memory is shown in GiB everywhere (charts and tables)
@@ -190,16 +191,11 @@ class Targets:
 
     def ttft_label(self) -> str:
         """'p90 TTFT target 2 s', 'mean TTFT target 2 s': in the target's own unit whatever the axis'."""
-        return f"{self.percentile} TTFT target {seconds(self.ttft_s)}"
+        return f"{self.percentile} TTFT target {target_seconds(self.ttft_s)}"
 
     def tpot_label(self) -> str:
         """'TPOT target 50 ms = 20 tokens/s': the target on a tokens/s axis."""
-        return f"TPOT target {seconds(self.tpot_s)} = {1 / self.tpot_s:.3g} tokens/s"
-
-
-def seconds(value: float) -> str:
-    """A target as the verdicts write it (plan/slo.py): ms below a second, '50 ms', '2 s'."""
-    return f"{value * 1e3:g} ms" if value < 1 else f"{value:g} s"
+        return f"TPOT target {target_seconds(self.tpot_s)} = {1 / self.tpot_s:.3g} tokens/s"
 
 
 def with_targets(data: pl.DataFrame, options: pl.DataFrame | None) -> pl.DataFrame:

@@ -114,6 +114,7 @@ def test_a_grid_gpu_that_does_not_resolve_is_not_also_a_price_without_a_gpu(tmp_
         ({"ttft_s": 0.0005, "tpot_s": 0.000001, "percentile": "p90"}, "with p90 TTFT ≤ 0.5 ms and TPOT ≤ 0.001 ms"),
         ({"request_latency_s": 0.00012345}, "with request latency ≤ 0.123 ms"),
         ({"ttft_s": 0.05, "tpot_s": 1.5}, "with mean TTFT ≤ 50 ms and TPOT ≤ 1.5 s"),  # from 1 ms, as before
+        ({"tpot_s": 0.0125, "request_latency_s": 3600}, "with TPOT ≤ 12.5 ms and request latency ≤ 3,600 s"),
     ],
 )
 def test_targets_below_a_millisecond_keep_their_digits(slo, text):
