@@ -29,4 +29,13 @@ def catalog():
     return load_catalog()
 
 
+@pytest.fixture(scope="session")
+def procurement_run(tmp_path_factory):
+    """sweeps/procurement.yaml run once for every test module that reads it (every format it asks for:
+    csv, parquet, xlsx, html, md); the tests read its folder and never write there."""
+    from llmsweep import pipeline
+
+    return pipeline.run(ROOT / "sweeps" / "procurement.yaml", tmp_path_factory.mktemp("procurement"))
+
+
 needs_reference = pytest.mark.skipif(not REFERENCE.is_dir(), reason=f"{REFERENCE} is not present")

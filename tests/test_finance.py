@@ -603,11 +603,8 @@ GOLDEN = Path(__file__).parent / "golden"
 
 
 @pytest.fixture(scope="module")
-def procurement(tmp_path_factory):
-    from llmsweep import pipeline
-
-    out = tmp_path_factory.mktemp("out")
-    return pipeline.run(ROOT / "sweeps" / "procurement.yaml", out).folder
+def procurement(procurement_run):
+    return procurement_run.folder
 
 
 def first_tables(md: str) -> str:

@@ -213,10 +213,8 @@ def test_break_even_when_rent_is_paid_per_hour_used():
 
 
 @pytest.fixture(scope="module")
-def procurement(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    result = pipeline.run(ROOT / "sweeps" / "procurement.yaml", out, formats=["csv", "parquet"])
-    return result, pl.read_csv(out / "procurement" / "plan.csv")
+def procurement(procurement_run):
+    return procurement_run, pl.read_csv(procurement_run.folder / "plan.csv")
 
 
 def test_procurement_ranking_checks_out_from_the_csv(procurement):

@@ -14,10 +14,8 @@ from .conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    pipeline.run(ROOT / "sweeps" / "procurement.yaml", out, formats=["xlsx"])
-    return openpyxl.load_workbook(out / "procurement" / "estimates.xlsx")
+def book(procurement_run):
+    return openpyxl.load_workbook(procurement_run.folder / "estimates.xlsx")
 
 
 def test_every_sheet_prints_landscape_legibly_with_its_headers_repeated(book):
