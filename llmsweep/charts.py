@@ -24,6 +24,9 @@ SI_AXIS = alt.Axis(format="~s", labelOverlap=True)  # log axes: 1P, 200T, 20G, 2
 COUNT_AXIS = alt.Axis(format="~d", labelOverlap=True)
 MAX_SERIES = 12  # GPUs per model, so a chart stays readable; more are named in the chart's note
 ROOFLINE_POINTS = 300  # configurations per GPU on the roofline
+# ...and at most this many in all: altair refuses a dataset of more than 5,000 rows (MaxRowsError), so
+# a sweep of 20 GPUs with 300 fitting configurations each could not be drawn, nor its report written
+ROOFLINE_TOTAL = 4_000
 TEXT = ("gpu", "model", "precision", "kv_precision", "bound", "reason")
 
 
@@ -669,8 +672,10 @@ def ttft_chart(data: pl.DataFrame, gpus: Sequence[str] | None = None) -> alt.Top
 
 # -- what limits it? ----------------------------------------------------------------------------------------
 def roofline_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Every fitting configuration at the first lengths (at most ROOFLINE_POINTS per GPU, so every GPU is
-    drawn however large the sweep)."""
+    """Every fitting configuration at the first lengths (at most ROOFLINE_POINTS per GPU, and
+    ROOFLINE_TOTAL / GPUs when that is fewer, so every GPU is drawn however large the sweep)."""
+    gpus = max(frame.select(pl.col("gpu").n_unique()).collect().item(), 1)
+    per_gpu = max(1, min(ROOFLINE_POINTS, ROOFLINE_TOTAL // gpus))
     points = (
         _first_lengths(_strings(frame))
         .filter(pl.col("fits"))
@@ -687,7 +692,7 @@ def roofline_data(frame: pl.LazyFrame, options: pl.DataFrame | None = None) -> p
         )
         .unique(["gpu", "model", "precision", "batch"], keep="first", maintain_order=True)
         .sort(["gpu", "model", "precision", "batch"])
-        .filter(pl.int_range(pl.len()).over("gpu") < ROOFLINE_POINTS)
+        .filter(pl.int_range(pl.len()).over("gpu") < per_gpu)
         .collect()
     )
     return points.with_columns(kind=pl.lit("configuration"))

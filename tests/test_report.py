@@ -234,6 +234,35 @@ def test_ttft_and_roofline_chart_data(frame, plan_rows):
     assert (points["flops_per_s"] <= points["peak_flops_per_s"] * (1 + 1e-9)).all()
 
 
+def test_the_roofline_of_a_large_sweep_stays_drawable():
+    """20 GPUs with 300 fitting configurations each are 6,000 points, over the 5,000 rows altair draws
+    (MaxRowsError: the report of the 1M-configuration benchmark could not be written): each GPU keeps
+    4,000 / 20 = 200, and the chart renders to a spec."""
+    n = 300
+    frame = pl.DataFrame(
+        {
+            "gpu": [f"gpu{g:02d}" for g in range(20) for _ in range(n)],
+            "model": "m",
+            "precision": "fp8",
+            "batch": [b for _ in range(20) for b in range(1, n + 1)],
+            "bound": "memory",
+            "arithmetic_intensity": 10.0,
+            "decode_flops_per_step": 1e12,
+            "decode_step_s": 0.01,
+            "gpus": 1,
+            "peak_flops_per_s": 1e15,
+            "memory_bandwidth_bytes_per_s": 3e12,
+            "fits": True,
+            "input_tokens": 1024,
+            "output_tokens": 256,
+        }
+    ).lazy()
+    points = charts.roofline_data(frame)
+    assert points.height == charts.ROOFLINE_TOTAL == 4_000
+    assert set(points.group_by("gpu").len()["len"]) == {200}
+    assert charts.roofline_chart(points).to_dict()["layer"][1]["mark"]["type"] == "point"
+
+
 def test_frontier_is_pareto(frame, plan_rows):
     data = charts.frontier_data(frame, plan_rows)
     assert data.filter(pl.col("operating_point"))["rank"].min() == 1  # the plan's points beside it, not on it
