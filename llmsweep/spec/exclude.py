@@ -46,7 +46,33 @@ def resolve_exclusions(
         for i in clean:
             _note_what_matches_nothing(r, i, rules[i], resolved[i], grid)
         _check_exclusions_leave_rows(r, [(i, resolved[i]) for i in clean], grid, len(clean) == len(rules))
+        if len(clean) == len(rules):
+            _check_workload_survives(r, [resolved[i] for i in clean], grid)
     return tuple(resolved)
+
+
+def _check_workload_survives(r: _Resolver, rules: list[Rule], grid: _GridValues) -> None:
+    """The workload's lengths are among the grid's (resolve._check_workload_lengths), but rules may drop
+    every row of a model there: the plan would then size that model's fleet at other lengths, with
+    nothing said. So, per model, a row at the workload's lengths must survive the rules."""
+    import polars as pl
+
+    w = r.spec.workload
+    named = [rule for rule in rules if rule]
+    if w is None or not named or w.input_tokens is None or w.output_tokens is None:
+        return
+    keys = {"model", "input_tokens", "output_tokens"} | {k for rule in named for k in rule}
+    at = (pl.col("input_tokens") == str(w.input_tokens)) & (pl.col("output_tokens") == str(w.output_tokens))
+    kept = grid.rows(keys).filter(at & ~pl.any_horizontal(_matches(rule) for rule in named))
+    left = set(kept.select("model").unique().collect()["model"].to_list())
+    lost = [m for m in grid.values("model") if str(m) not in left]
+    if lost:
+        r.fail(
+            ("exclude",),
+            f"the exclusion rules drop every configuration of {', '.join(map(str, lost))} at the workload's "
+            f"lengths ({w.input_tokens:,} tokens in, {w.output_tokens:,} out), so its fleet would be sized at other "
+            "lengths: narrow the rules, or change workload.input_tokens / output_tokens",
+        )
 
 
 def _exclusion(r: _Resolver, i: int, rule: dict[str, Any]) -> Rule:
