@@ -225,10 +225,12 @@ def answer(
     slo: dict | None,
     horizon_years: float,
     fleets: bool,
+    sensitivity: list[dict] | None = None,
 ) -> str:
     """One sentence: the first-ranked option (offers are the first table's rows, ranked ones first, in
     rank order), what it costs, and the cheapest option of the other kind (rented against bought)
-    or else the runner-up, by how much more a month it costs."""
+    or else the runner-up, by how much more a month it costs; then, from `sensitivity` (the pick's rows
+    of plan/robustness.py), whether a 20 % move reverses the ranking (close_call)."""
     name = model.split("/")[-1]
     head = " ".join(p for p in (name, traffic_text(workload), targets_text(slo)) if p)
     head += f" ({s_in:,} tokens in, {s_out:,} out)"
@@ -282,7 +284,7 @@ def answer(
             text += f"; {kind}, {what}, costs the same"
         else:  # ranked by something other than cost, the next option may be the cheaper one
             text += f"; {kind}, {what}, costs {shown} {'more' if more > 0 else 'less'} {unit}"
-    return text + "." + _unpriced(offers)
+    return text + "." + close_call(sensitivity or []) + _unpriced(offers)
 
 
 def close_call(sensitivity: list[dict]) -> str:

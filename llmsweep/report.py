@@ -418,9 +418,16 @@ def recommendations(
             {
                 "model": model,
                 "answer": answers.answer(
-                    model, s_in, s_out, table, spec.get("workload"), spec.get("slo"), horizon_years, fleets
-                )
-                + answers.close_call(sensitivity.get(f"{model}|{s_in}|{s_out}", [])),
+                    model,
+                    s_in,
+                    s_out,
+                    table,
+                    spec.get("workload"),
+                    spec.get("slo"),
+                    horizon_years,
+                    fleets,
+                    sensitivity.get(f"{model}|{s_in}|{s_out}", []),
+                ),
                 "offers": table,
                 "input_tokens": s_in,
                 "output_tokens": s_out,

@@ -144,6 +144,12 @@ def test_the_answer_says_which_gpus_it_could_not_rank():
     assert answer("org/m", 1000, 100, offers[:2], {"requests_per_s": 1}, None, 3, True).endswith(
         " gb300 has no price: not ranked."
     )
+    # how fragile the pick is comes with the pick, before the GPUs it could not rank
+    flips = [{"assumption": "traffic", "change": "+20%", "flips": True}]
+    assert answer("org/m", 1000, 100, offers[:2], {"requests_per_s": 1}, None, 3, True, flips).endswith(
+        '$36,000 over 3 years. A 20 % move reverses the ranking: traffic +20% (see "Does the top choice hold"). '
+        "gb300 has no price: not ranked."
+    )
     # the fleet the band's slow end needs is said beside the point estimate's (8 GPUs here)
     offers[0]["gpus_needed_high"] = 16
     assert "$36,000 over 3 years, or 16 GPUs if it runs at the slow end of its 80 % uncertainty band." in answer(
