@@ -146,32 +146,34 @@ SHEETS = {
 }
 
 
+# A purchase's terms as the About sheet states them, in the order a buyer reads them: key -> wording.
+BUY_TERMS = (
+    ("server_usd", "{:,.0f} USD per server without its GPUs"),
+    ("network_usd_per_server", "{:,.0f} USD of network per server"),
+    ("years", "written off over {:g} years"),
+    ("power_usd_per_kwh", None),  # with its PUE and average draw: power_terms
+    ("hosting_usd_per_kw_month", "hosting {:g} USD per kW-month"),
+    ("rack_usd_per_month", "{:,.0f} USD per rack-month"),
+    ("rack_kw", "{:g} kW per rack"),
+    ("servers_per_rack", "{:,} servers per rack"),
+)
+
+
 def price_terms(price: dict) -> str:
     """'sweep: bought; 35,000 USD per GPU, ...': where a price comes from and the terms the sweep gave it."""
     parts = [str(price.get("source") or "")]
     if price.get("kind") == "buy":
-        per_gpu = price.get("purchase_usd_per_gpu")
-        if per_gpu is not None:
-            parts.append(f"{per_gpu:,.0f} USD per GPU")
-        if price.get("server_usd"):
-            parts.append(f"{price['server_usd']:,.0f} USD per server without its GPUs")
-        if price.get("network_usd_per_server"):
-            parts.append(f"{price['network_usd_per_server']:,.0f} USD of network per server")
-        if price.get("years"):
-            parts.append(f"written off over {price['years']:g} years")
-        if price.get("power_usd_per_kwh"):
+        if price.get("purchase_usd_per_gpu") is not None:
+            parts.append(f"{price['purchase_usd_per_gpu']:,.0f} USD per GPU")
+        for key, wording in BUY_TERMS:
+            if not price.get(key):
+                continue
             parts.append(
-                f"power {price['power_usd_per_kwh']:g} USD per kWh at PUE {price.get('pue', 1.0):g}, "
+                wording.format(price[key])
+                if wording
+                else f"power {price[key]:g} USD per kWh at PUE {price.get('pue', 1.0):g}, "
                 f"{price.get('power_utilization', 0):.0%} of full power on average"
             )
-        if price.get("hosting_usd_per_kw_month"):
-            parts.append(f"hosting {price['hosting_usd_per_kw_month']:g} USD per kW-month")
-        if price.get("rack_usd_per_month"):
-            parts.append(f"{price['rack_usd_per_month']:,.0f} USD per rack-month")
-        if price.get("rack_kw"):
-            parts.append(f"{price['rack_kw']:g} kW per rack")
-        if price.get("servers_per_rack"):
-            parts.append(f"{price['servers_per_rack']:,} servers per rack")
     if price.get("host_kw"):
         parts.append(
             f"host power {price['host_kw']:g} kW per server (in Power (kW) and the opex; energy per token counts "
