@@ -12,11 +12,14 @@ import math
 from llmsweep.columns import TARGET_NAMES
 from llmsweep.finance import HOURS_PER_MONTH
 
+# How a layout is written (answers, tables and charts): tp always, then these when above 1.
+LAYOUT_PARTS = (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
+
 
 def f_layout(o: dict) -> str:
-    """tp8, tp8 pp2, tp1 dp-attn16 ep16 (as report.f_layout)."""
+    """A replica's parallel layout in the engines' terms: tp8, tp8 pp2, tp1 dp-attn16 ep16."""
     parts = [f"tp{o.get('tp', 1)}"]
-    parts += [f"{n}{o[k]}" for k, n in (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp")) if (o.get(k) or 1) > 1]
+    parts += [f"{n}{o[k]}" for k, n in LAYOUT_PARTS if (o.get(k) or 1) > 1]
     return " ".join(parts)
 
 

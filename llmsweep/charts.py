@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import altair as alt
 import polars as pl
 
-from llmsweep.answer import target_seconds
+from llmsweep.answer import LAYOUT_PARTS, target_seconds
 from llmsweep.columns import POOL_COLUMNS
 
 GIB = 2**30  # memory is shown in GiB everywhere (charts and tables)
@@ -347,12 +347,8 @@ def gpu_color(
     )
 
 
-# How a layout is written (charts and report.f_layout): tp always, then these when above 1.
-LAYOUT_PARTS = (("dp_attention", "dp-attn"), ("ep", "ep"), ("pp", "pp"))
-
-
 def layout_text(prefix: str = "") -> pl.Expr:
-    """A layout as the reports write it (report.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16; with
+    """A layout as the reports write it (answer.f_layout): tp8, tp8 pp2, tp1 dp-attn16 ep16; with
     `prefix` "prefill_", a disaggregated replica's prefill worker's."""
     parts = [pl.format("tp{}", f"{prefix}tp")]
     for col, name in LAYOUT_PARTS:

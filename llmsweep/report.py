@@ -19,7 +19,7 @@ import jinja2
 import polars as pl
 
 from llmsweep import answer as answers
-from llmsweep.charts import LAYOUT_PARTS, build_charts
+from llmsweep.charts import build_charts
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
 from llmsweep.export import spreadsheet_round
@@ -174,11 +174,7 @@ def f_json_script(value) -> str:
 LINK_KINDS = ("scale-up", "pcie", "scale-out")
 
 
-def f_layout(o: dict) -> str:
-    """A replica's parallel layout in the engines' terms: tp8 pp2, tp1 dp-attn16 ep16."""
-    parts = [f"tp{o['tp']}"]
-    parts += [f"{name}{o[key]}" for key, name in LAYOUT_PARTS if o.get(key, 1) > 1]
-    return " ".join(parts)
+f_layout = answers.f_layout  # a replica's parallel layout in the engines' terms: tp8 pp2, tp1 dp-attn16 ep16
 
 
 def f_links(o: dict) -> str:
@@ -210,8 +206,7 @@ def f_short_option(o: dict) -> str:
     """An option in a few words, enough to tell two apart in a column header: 'gb200 example · fp8 ·
     tp1 dp-attn16 ep16 · MTP', 'b200 rent · nvfp4 · 2P1D'."""
     offer = f" {o['offer']}" if o.get("offer") else ""
-    disagg = o.get("mode") == "disaggregated"
-    layout = f"{o['prefill_workers']}P{o['decode_workers']}D" if disagg else f_layout(o)
+    layout = answers.pools(o) or f_layout(o)
     spec = o.get("speculative")
     spec = f" · {answers.METHODS.get(spec, spec)}" if spec not in (None, "none") else ""
     return f"{o['gpu']}{offer} · {o['precision']} · {layout}{spec}"
