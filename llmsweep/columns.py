@@ -427,8 +427,10 @@ COLUMNS: tuple[Column, ...] = tuple(
             S,
             "",
             "KV format",
-            "The KV-cache format in force: kv_precision, or for `auto` the engine's choice (TensorRT-LLM: fp8 for "
-            "NVFP4 and ModelOpt FP8 checkpoints; SGLang: fp8 for fp8/fp4 MLA models) else the 16-bit activation dtype.",
+            # catalog/engines.py AUTO_KV_RULE (not imported: the catalog imports this module)
+            "The KV-cache format in force: kv_precision, or for `auto` the engine's choice: fp8 for NVFP4 and ModelOpt "
+            "FP8 checkpoints (TensorRT-LLM, vLLM, SGLang: their kv_cache_quant_algo) and for fp8/fp4 MLA models "
+            "(SGLang's DeepSeek recipes); otherwise the 16-bit activation dtype.",
         ),
         ("kv_bytes_per_element", F, "bytes", "Bytes per KV element", "b_kv."),
         (

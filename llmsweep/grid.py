@@ -360,7 +360,8 @@ def kv_table(
     for eid, mid, pid, kid in product(*(dict.fromkeys(x) for x in (engines, models, precisions, kv_precisions))):
         p = catalog.precision(pid)
         model = catalog.model(mid)
-        modelopt = "hf_quant_config" in (model.default_precision_source or "")
+        # NVIDIA ModelOpt's checkpoint: the model's own (its hf_quant_config.json) or NVIDIA's FP4 format
+        modelopt = "hf_quant_config" in (model.default_precision_source or "") or "NVIDIA" in p.fp4_of
         engine_choice = auto_kv_precision(eid, p.compute_dtype, model.architecture.is_mla, modelopt)
         fmt = (engine_choice or p.activation_dtype) if kid == "auto" else kid
         kv_bytes = p.activation_bytes if fmt == p.activation_dtype else catalog.precision(fmt).bytes_per_weight

@@ -19,6 +19,7 @@ import jinja2
 import polars as pl
 
 from llmsweep import answer as answers
+from llmsweep.catalog.engines import AUTO_KV_RULE
 from llmsweep.charts import build_charts
 from llmsweep.columns import BY_NAME, EFFICIENCY_COLUMNS, higher_is_better
 from llmsweep.errors import LlmsweepError
@@ -250,7 +251,8 @@ def _why(r: dict, batches: list[int] | None = None) -> str:
             if (r.get("kv_bytes_per_element") or 2) >= 1.5:
                 text += "; an fp8 KV cache halves it"
             else:
-                text += f" (already {r['kv_precision']}); shorter contexts or more GPUs per replica cut it"
+                kv = r.get("kv_cache_format") or r["kv_precision"]  # `auto`: the format the engine chose
+                text += f" (already {kv}); shorter contexts or more GPUs per replica cut it"
     elif bound == "compute":
         batch = -(-r["batch"] // (r.get("decode_workers") or 1))  # a decode worker's share
         text = (
@@ -547,6 +549,7 @@ def build_context(frame: pl.LazyFrame, options: pl.DataFrame, manifest: dict) ->
         "catalog": cat,
         "in_force": values_in_force(options, cat),
         "admission_note": admission_note(listed_batches(spec) if load else None),
+        "auto_kv_rule": AUTO_KV_RULE,
         "serving": serving,
         "notes": [*manifest.get("notes", []), *([workload_note] if workload_note else [])],
     }

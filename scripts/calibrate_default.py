@@ -556,9 +556,19 @@ times ÷ factor):
   decodes at 2-4 times, GLM-5 fp8 on eight at about twice, the time the bandwidth and the
   overheads fitted on every other row imply (in sample too). Calibrate on your engine's own
   results on your GPU.
-- **KV-cache precision is an engine default, not a measured fact.** TensorRT-LLM caches FP8 for
-  NVFP4 and ModelOpt FP8 checkpoints, SGLang for FP8/FP4 MLA models; the loaded files do not state
-  it, and TensorRT-LLM's block-FP8 Qwen3 rows fit a 16-bit cache better, as the rule says.
+- **KV-cache precision is an engine default, not a measured fact.** TensorRT-LLM, vLLM (0.14 and
+  later; read in its source) and SGLang (0.5.9) cache FP8 for NVFP4 and ModelOpt FP8 checkpoints
+  (their `kv_cache_quant_algo`), SGLang also for FP8/FP4 MLA models (its DeepSeek recipes); AMD's
+  Quark and gpt-oss's MXFP4 checkpoints set none and cache 16-bit. The loaded files do not state the
+  cache (aiconfigurator's deployments pass `--kv-cache-dtype` from a setting the rows do not
+  record), and TensorRT-LLM's block-FP8 Qwen3 rows fit a 16-bit cache better, as the rule says.
+  vLLM's NVFP4 rows on B300 (MiniMax-M2.5 and Kimi-K2.5, vLLM 0.17 and 0.19) fit the FP8 cache the
+  rule gives them a little worse than a 16-bit one (in sample, MiniMax-M2.5's TPOT 0.97 of measured
+  against 1.00 and TTFT 1.13 against 1.05, Kimi-K2.5's TTFT 1.22 against 1.09), and with it vLLM's
+  fp4 share falls to its lower bound (0.30, from 0.72) and its engine-level bandwidth efficiency,
+  which GPU families without vLLM rows of their own take (MI300X, A100, L40S), from 0.88 to 0.81:
+  `sweeps/procurement.yaml` now needs 5 MI300X for Qwen3-30B-A3B, not 4. The rule is kept: it is
+  what these engines do with NVIDIA's checkpoints, and it sets a buyer's KV capacity.
 - **Scheduling is an engine setting.** SGLang's closed-loop waves (`burst_share` 1 in the profile)
   follow from its default scheduler; a server started with `--enable-mixed-chunk` mixes prompts
   into decode batches as vLLM does and is better described with a smaller `burst_share`.
@@ -637,7 +647,14 @@ times ÷ factor):
   queueing account for 0.1-2 s: TensorRT-LLM's H100 rows at 6 clients take 12 s for 1k-token
   prompts and less at more clients, which no queue explains. The fitted hand-off overhead (a
   fixed time per request, pulled towards 50 ms) absorbs a little of it; the rest is the error in
-  the table above. TPOT, which the decode pool sets, is not affected.
+  the table above. TPOT, which the decode pool sets, is not affected. InferenceX gives each row's
+  median TTFT beside the mean: 2.2 s against 5.1 s at 30 clients, 0.52 s against 10.5 s with MTP at
+  231, so a few requests wait far longer than the rest (at 6 clients the median, 12.7 s, is about
+  the mean, 12.3 s). aiconfigurator's copies of these rows give each decode worker a batch limit of exactly the
+  clients over the workers (2 at 6 clients on 3 workers, 10 at 30): a request sent to a full worker
+  waits for one of its sequences to finish, up to a whole request's decode (14 s at 6 clients),
+  which would explain both. The model balances sequences over the decode workers and has no such
+  wait; modelling it needs the router's policy, which the rows do not state.
 - **MTP acceptance on benchmark prompts.** InferenceX sends random tokens, which the MTP module
   predicts worse than text: the acceptance fitted on its rows ({result.profile.defaults.mtp_acceptance:.3g})
   is what `default` ships, on the side of caution; DeepSeek reports 0.85-0.90 on text (V3 report

@@ -30,9 +30,12 @@ def test_every_command_has_help_with_an_example(command):
 @pytest.mark.parametrize(
     ("args", "shown"),
     [
-        # nvfp4 on an H100 runs weight-only: its matmuls are bf16, no FP4 (or FP8) share applies
-        (["--gpu", "h100", "--precision", "fp4"], []),
-        (["--gpu", "b200", "--precision", "fp4"], ["FP4 GEMM efficiency"]),
+        # nvfp4 on an H100 runs weight-only: its matmuls are bf16, no FP4 share applies; over a 16-bit
+        # cache no FP8 one either, but vLLM caches an NVFP4 checkpoint's KV in fp8, attending at the fp8 rate
+        (["--gpu", "h100", "--precision", "fp4", "--kv-precision", "bf16"], []),
+        (["--gpu", "h100", "--precision", "fp4"], ["FP8 GEMM efficiency"]),
+        (["--gpu", "b200", "--precision", "fp4"], ["FP8 GEMM efficiency", "FP4 GEMM efficiency"]),
+        (["--gpu", "b200", "--precision", "fp4", "--kv-precision", "bf16"], ["FP4 GEMM efficiency"]),
         (["--gpu", "h100", "--precision", "fp8"], ["FP8 GEMM efficiency"]),
         # bf16 weights over an fp8 cache: attention runs at the fp8 rate where the GPU has one
         (["--gpu", "h100", "--precision", "bf16", "--kv-precision", "fp8"], ["FP8 GEMM efficiency"]),

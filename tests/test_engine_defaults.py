@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from llmsweep.catalog.engines import AUTO_KV_RULE
+from llmsweep.columns import BY_NAME
+
 from .conftest import estimate_row
 
 R1, QWEN32, L31_8B = "deepseek-ai/DeepSeek-R1", "Qwen/Qwen3-32B", "meta-llama/Llama-3.1-8B"
 NEMOTRON = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"
+GPT_OSS = "openai/gpt-oss-120b"
 
 
 @pytest.mark.parametrize(
@@ -18,7 +22,14 @@ NEMOTRON = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"
         ("trtllm", QWEN32, "nvfp4", "fp8", 1.0),  # NVFP4 is ModelOpt's format
         ("trtllm", QWEN32, "fp8", "bf16", 2.0),  # Qwen's block-FP8 release sets no KV quantization
         ("trtllm", QWEN32, "bf16", "bf16", 2.0),
-        ("vllm", QWEN32, "fp8", "bf16", 2.0),  # vLLM's `auto` is the model dtype
+        ("vllm", QWEN32, "fp8", "bf16", 2.0),  # vLLM's `auto` is the model dtype...
+        ("vllm", QWEN32, "nvfp4", "fp8", 1.0),  # ...or, since 0.14, a ModelOpt checkpoint's kv_cache_quant_algo
+        ("vllm", NEMOTRON, "fp8", "fp8", 1.0),
+        ("vllm", R1, "mxfp4", "bf16", 2.0),  # AMD's Quark MXFP4 checkpoints set no KV dtype
+        ("vllm", GPT_OSS, "mxfp4", "bf16", 2.0),  # nor does gpt-oss's own MXFP4
+        ("trtllm", GPT_OSS, "mxfp4", "bf16", 2.0),
+        ("sglang", QWEN32, "nvfp4", "fp8", 1.0),  # SGLang 0.5.9 reads kv_cache_quant_algo too
+        ("llama.cpp", QWEN32, "nvfp4", "bf16", 2.0),  # an engine with no rule: the 16-bit activation dtype
         ("sglang", R1, "fp8", "fp8", 1.0),  # DeepSeek recipes: --kv-cache-dtype fp8_e4m3
         ("sglang", QWEN32, "fp8", "bf16", 2.0),  # not an MLA model
         ("trtllm", L31_8B, "int4", "fp16", 2.0),  # weight-only int4 computes (and caches) in fp16
@@ -27,6 +38,11 @@ NEMOTRON = "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8"
 def test_auto_kv_format_is_the_engines_choice(engine, model, precision, kv_format, kv_bytes):
     row = estimate_row(gpu="h100-sxm", engine=engine, model=model, precision=precision, tp=8)
     assert (row["kv_cache_format"], row["kv_bytes_per_element"]) == (kv_format, kv_bytes)
+
+
+def test_the_rule_reads_the_same_everywhere():
+    # the column dictionary cannot import it (the catalog imports llmsweep.columns): it copies it
+    assert f"the engine's choice: {AUTO_KV_RULE}." in BY_NAME["kv_cache_format"].description
 
 
 def test_a_stated_kv_format_wins():

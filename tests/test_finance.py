@@ -222,14 +222,15 @@ def test_the_answer_says_which_20_percent_move_reverses_the_ranking():
 
 def test_the_sensitivity_table_is_open_where_the_answer_points_to_it(procurement):
     """In report.html the table sits in a <details>: open for each model whose answer says a 20 % move
-    reverses its ranking (Llama-3.1-8B, Llama-3.3-70B and Mixtral in procurement), closed for the others."""
+    reverses its ranking (all four models in procurement), closed for the others (test_report: the
+    example's answer says none)."""
     html = (procurement / "report.html").read_text()
     md = (procurement / "report.md").read_text()
     answers = [line for line in md.splitlines() if line.startswith("- ") and " out): " in line]
     pointed = sum("A 20 % move reverses the ranking" in line for line in answers)
     summary = "><summary>Does the top choice hold if an assumption moves by 20 %?</summary>"
-    assert (len(answers), pointed) == (4, 3)
-    assert (html.count("<details open" + summary), html.count("<details" + summary)) == (3, 1)
+    assert (len(answers), pointed) == (4, 4)
+    assert (html.count("<details open" + summary), html.count("<details" + summary)) == (4, 0)
 
 
 def test_break_even_without_a_workload_says_a_purchase_buys_whole_units():
@@ -654,7 +655,7 @@ def test_procurement_options_csv_has_one_row_per_gpu_and_offer(procurement):
 def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
     """options.csv keeps the best layout of each GPU x offer with the rank plan.csv (and the report's
     #) gives that layout, so "rank 4" names one configuration in every file: Qwen3-30B's second row is
-    H100 reserved at rank 4 (ranks 2 and 3 are MI300X rented at other layouts, not rows here)."""
+    H100 reserved at rank 3 (rank 2 is MI300X rented at int4, not a row here)."""
     import polars as pl
 
     table = pl.read_csv(procurement / "options.csv").filter(pl.col("Rank").is_not_null())
@@ -664,7 +665,7 @@ def test_an_options_rank_is_its_rank_in_plan_csv(procurement):
     assert joined["tco_usd"].is_not_null().all()  # every (option, rank) is a row of plan.csv
     assert (joined["TCO (USD)"] == joined["tco_usd"].round(0).cast(pl.Int64)).all()
     qwen = table.filter(pl.col("Model") == "Qwen/Qwen3-30B-A3B")
-    assert qwen["Rank"].to_list()[:2] == [1, 4] and qwen["GPU"][1] == "h100-sxm"
+    assert qwen["Rank"].to_list()[:2] == [1, 3] and qwen["GPU"][1] == "h100-sxm"
 
 
 def test_rented_and_bought_fleets_of_one_gpu_draw_alike(procurement):
@@ -744,10 +745,10 @@ def chart_rows(spec: dict) -> pl.DataFrame:
 def test_each_models_cost_bars_are_in_its_own_order_cheapest_first(procurement):
     """'What is cheapest?' sorts each model's panel by its own bars (one order shared by the panels put
     h200-sxm buy-4y third for Qwen3-30B, where Mixtral ranks it, above four cheaper bars). Qwen3-30B
-    a month (730 h): mi300x 4 x $2.49 x 730 = $7,270.80; h100 reserved 6 x $2.10 x 730 = $9,198; h200
+    a month (730 h): mi300x 5 x $2.49 x 730 = $9,088.50; h100 reserved 6 x $2.10 x 730 = $9,198; h200
     reserved 5 x $2.60 x 730 = $9,490; h100 6 x $2.69 x 730 = $11,782.20; h200 5 x $3.50 x 730 = $12,775;
-    b200 3 x $5.99 x 730 = $13,118.10; h200 bought (4-year write-off, power, racks) $13,379.27; l40s 24 x
-    $0.86 x 730 = $15,067.20; a100 11 x $1.89 x 730 = $15,176.70. The recommended one (rank 1) is outlined."""
+    b200 3 x $5.99 x 730 = $13,118.10; h200 bought (4-year write-off, power, racks) $13,379.27; a100 12 x
+    $1.89 x 730 = $16,556.40; l40s 27 x $0.86 x 730 = $16,950.60. The recommended one (rank 1) is outlined."""
     spec = report_charts(procurement / "report.html")["cost"]
     rows = chart_rows(spec)
     order = spec["spec"]["layer"][0]["encoding"]["y"]["sort"]
@@ -761,12 +762,12 @@ def test_each_models_cost_bars_are_in_its_own_order_cheapest_first(procurement):
         "h200-sxm · rent · fp8 · tp1",
         "b200 · rent · fp8 · tp1",
         "h200-sxm · buy-4y · fp8 · tp1",
-        "l40s · rent · int4 · tp1",
         "a100-80gb-sxm · rent · int4 · tp1",
+        "l40s · rent · int4 · tp1",
     ]
-    assert qwen["usd"].to_list()[:6] == pytest.approx([7270.8, 9198.0, 9490.0, 11782.2, 12775.0, 13118.1])
+    assert qwen["usd"].to_list()[:6] == pytest.approx([9088.5, 9198.0, 9490.0, 11782.2, 12775.0, 13118.1])
     assert qwen["usd"][6] == pytest.approx(13_379.27, abs=0.01)
-    assert qwen["usd"].to_list()[7:] == pytest.approx([15067.2, 15176.7])
+    assert qwen["usd"].to_list()[7:] == pytest.approx([16556.4, 16950.6])
     for _, panel in rows.group_by("model"):
         assert panel.sort("_order")["usd"].is_sorted()  # every panel: no bar above a shorter one
     # the recommended option (rank 1) of every model is drawn and outlined, with its legend entry
@@ -934,10 +935,10 @@ def test_the_recommended_option_is_marked_in_every_chart_that_shows_options(proc
     assert frontier["per_user"].to_list() == pytest.approx(
         [plan.filter(pl.col("model") == m)["decode_tokens_per_s_per_seq"].item() for m in frontier["model"]]
     )
-    # the traffic chart rings the recommended fleet at the sweep's peak: 4 mi300x for Qwen3-30B (40 requests/s)
+    # the traffic chart rings the recommended fleet at the sweep's peak: 5 mi300x for Qwen3-30B (40 requests/s)
     traffic = chart_rows(specs["gpus-traffic"]).filter(pl.col("rank") == 1)
     qwen = traffic.filter(pl.col("model") == "Qwen/Qwen3-30B-A3B").row(0, named=True)
-    assert (qwen["gpu"], qwen["peak"], qwen["gpus_at"]) == ("mi300x", 40.0, 4)
+    assert (qwen["gpu"], qwen["peak"], qwen["gpus_at"]) == ("mi300x", 40.0, 5)
     # rent or buy names the recommended fleet where it is one of the two it compares
     fleets = chart_rows(specs["rent-buy"]).filter(pl.col("rank") == 1)["fleet"].unique().to_list()
     assert fleets and all(f.endswith(" (recommended)") for f in fleets)
@@ -945,20 +946,20 @@ def test_the_recommended_option_is_marked_in_every_chart_that_shows_options(proc
 
 def test_the_rent_or_buy_chart_spans_one_range_past_every_payback_and_marks_the_horizon(procurement):
     """Its panels ended at 36 months (Llama-3.3-70B, paying back after 34.0) and 72 (Qwen3-30B, paying
-    back after 94.6, not reached), with no mark of the 3-year horizon. Now every panel runs 0 to 96 months
-    (past 94.6, to the next whole year), the horizon a rule at 36 months labelled 'horizon 3 years', each
-    payback a rule labelled with its month."""
+    back after 94.6, not reached), with no mark of the 3-year horizon. Now every panel runs to the next
+    whole year past the latest payback (Qwen3-30B's and Llama-3.1-8B's, 63.7 months: 0 to 72), the horizon
+    a rule at 36 months labelled 'horizon 3 years', each payback a rule labelled with its month."""
     spec = report_charts(procurement / "report.html")["rent-buy"]
     rows = chart_rows(spec)
     ends = rows.group_by("model").agg(pl.col("month").max())
-    assert set(ends["month"]) == {96}
-    assert spec["spec"]["layer"][0]["encoding"]["x"]["scale"] == {"domain": [0, 96], "nice": False}
+    assert set(ends["month"]) == {72}
+    assert spec["spec"]["layer"][0]["encoding"]["x"]["scale"] == {"domain": [0, 72], "nice": False}
     paybacks = dict(rows.group_by("model").agg(pl.col("break_even").first()).rows())
-    assert paybacks["Qwen/Qwen3-30B-A3B"] == pytest.approx(94.6, abs=0.05)
+    assert paybacks["Qwen/Qwen3-30B-A3B"] == pytest.approx(63.7, abs=0.05)
     assert paybacks["meta-llama/Llama-3.3-70B-Instruct"] == pytest.approx(34.0, abs=0.05)
-    assert all(p is None or p <= 96 for p in paybacks.values())
+    assert all(p is None or p <= 72 for p in paybacks.values())
     said = dict(rows.group_by("model").agg(pl.col("payback").first()).rows())
-    assert said["Qwen/Qwen3-30B-A3B"] == "buying pays back after 94.6 months"
+    assert said["Qwen/Qwen3-30B-A3B"] == "buying pays back after 63.7 months"
     assert set(rows["horizon_months"]) == {36.0}
     horizon = [x for x in layers(spec) if x["encoding"].get("x", {}).get("field") == "horizon_months"]
     assert [x["mark"]["type"] for x in horizon] == ["rule", "text"]
@@ -997,16 +998,16 @@ def test_each_limit_has_one_shape_in_every_report():
 
 
 def test_the_cost_speed_chart_rings_the_recommended_option_and_says_why_it_is_off_the_line(procurement):
-    """Qwen3-30B: mi300x rented at fp8 (rank 1, 50.9 tokens/s per user) and at int4 (rank 2, 62.8) both
-    need 4 GPUs, 4 x $2.49 x 730 h = $7,270.80 a month; the tie goes to fp8, the more capacity per GPU
-    (17.1 against 16.0 requests/s), so int4 is on the line (nothing cheaper and faster) and the
-    recommended fp8 is not. The chart rings it and its title says why, so it does not read as a mistake."""
+    """Qwen3-30B: mi300x rented at fp8 (rank 1, 55.4 tokens/s per user) and at int4 (rank 2, 73.1) both
+    need 5 GPUs, 5 x $2.49 x 730 h = $9,088.50 a month; the tie goes to fp8, the more capacity per GPU,
+    so int4 is on the line (nothing cheaper and faster) and the recommended fp8 is not. The chart rings
+    it and its title says why, so it does not read as a mistake."""
     spec = report_charts(procurement / "report.html")["cost-speed"]
     rows = chart_rows(spec)
     qwen = rows.filter((pl.col("model") == "Qwen/Qwen3-30B-A3B") & pl.col("rank").is_in([1, 2])).sort("rank")
     assert qwen["option"].to_list() == ["mi300x · rent · fp8 · tp1", "mi300x · rent · int4 · tp1"]
-    assert qwen["usd"].to_list() == pytest.approx([4 * 2.49 * 730] * 2)
-    assert qwen["per_user"].to_list() == pytest.approx([50.9, 62.8], abs=0.05)
+    assert qwen["usd"].to_list() == pytest.approx([5 * 2.49 * 730] * 2)
+    assert qwen["per_user"].to_list() == pytest.approx([55.4, 73.1], abs=0.05)
     assert qwen["frontier"].to_list() == [False, True]
     ring = spec["spec"]["layer"][2]
     assert ring["mark"] == {"type": "point", "filled": False, "size": 220, "strokeWidth": 2}
@@ -1027,24 +1028,24 @@ def step_before(points: pl.DataFrame, rate: float) -> int:
 
 
 def test_the_traffic_chart_never_shows_fewer_gpus_than_needed_between_its_samples(procurement):
-    """Qwen3-30B on mi300x (fp8, tp1: 1 GPU a replica): capacity 17.0929 requests/s a replica, 20 %
-    headroom, n+1, so n replicas carry (n - 1) x 17.0929 / 1.2 = (n - 1) x 14.2441 requests/s. From
-    0.25 to 3 x the 40 requests/s peak (10 to 120): 2 GPUs up to 14.244, 3 to 28.488, 4 to 42.732, 5 to
-    56.976, 6 to 71.220, 7 to 85.464, 8 to 99.708, 9 to 113.952, 10 to 120. Step-after from the samples
-    (every 10 requests/s) drew 4 GPUs on (42.732, 50), where 5 are needed."""
+    """Qwen3-30B on mi300x (fp8, tp1: 1 GPU a replica): capacity 15.8965 requests/s a replica, 20 %
+    headroom, n+1, so n replicas carry (n - 1) x 15.8965 / 1.2 = (n - 1) x 13.2471 requests/s. From
+    0.25 to 3 x the 40 requests/s peak (10 to 120): 2 GPUs up to 13.247, 3 to 26.494, 4 to 39.741, 5 to
+    52.988, 6 to 66.236, 7 to 79.483, 8 to 92.730, 9 to 105.977, 10 to 119.224, 11 to 120. Step-after from
+    the samples (every 10 requests/s) would draw 4 GPUs on (39.741, 40), where 5 are needed."""
     spec = report_charts(procurement / "report.html")["gpus-traffic"]
     line = spec["spec"]["layer"][0]
     assert line["mark"] == {"type": "line", "interpolate": "step-before"}
     assert line["transform"] == [{"filter": "(datum.kind === 'step')"}]
     rows = chart_rows(spec).filter((pl.col("model") == "Qwen/Qwen3-30B-A3B") & (pl.col("gpu") == "mi300x"))
     steps = rows.filter(pl.col("kind") == "step").sort("peak")
-    per_replica = 17.0929 / 1.2
-    assert steps["peak"].to_list() == pytest.approx([10.0, *(per_replica * k for k in range(1, 9)), 120.0], abs=2e-3)
-    assert steps["gpus_at"].to_list() == [2, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    per_replica = 15.8965 / 1.2
+    assert steps["peak"].to_list() == pytest.approx([10.0, *(per_replica * k for k in range(1, 10)), 120.0], abs=2e-3)
+    assert steps["gpus_at"].to_list() == [2, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     samples = rows.filter(pl.col("kind") == "sample").sort("peak")
     assert samples["peak"].to_list() == pytest.approx([10.0 * k for k in range(1, 13)])
-    assert samples.filter(pl.col("peak") == 40.0)["gpus_at"].to_list() == [4]  # the plan's fleet at the peak
-    capacity = 17.092860374876913  # plan.csv's capacity_requests_per_s for this option
+    assert samples.filter(pl.col("peak") == 40.0)["gpus_at"].to_list() == [5]  # the plan's fleet at the peak
+    capacity = 15.896527324405934  # plan.csv's capacity_requests_per_s for this option
 
     def needed(rate: float) -> int:  # ceil(rate x 1.2 / capacity) + 1, written out here
         return math.ceil(rate * 1.2 / capacity) + 1
@@ -1052,8 +1053,8 @@ def test_the_traffic_chart_never_shows_fewer_gpus_than_needed_between_its_sample
     rates = [10 + 0.05 * i for i in range(1, 2200)]
     assert all(step_before(steps, r) == needed(r) for r in rates)  # the exact steps: neither more nor fewer
     assert step_before(steps, 45.0) == 5 and needed(45.0) == 5
-    # a line of more than MAX_STEPS steps steps every k-th count, rounded up: n0 = 2 to n1 = 10 replicas
-    # with 3 steps at most, every ceil(8 / 3) = 3rd: 2 up to 14.244, 5 up to 56.976, 8 up to 99.708, 10
+    # a line of more than MAX_STEPS steps steps every k-th count, rounded up: n0 = 2 to n1 = 11 replicas
+    # with 3 steps at most, every ceil(9 / 3) = 3rd: 2 up to 13.247, 5 up to 52.988, 8 up to 92.730, 11
     from unittest import mock
 
     from llmsweep import money_charts
@@ -1063,7 +1064,7 @@ def test_the_traffic_chart_never_shows_fewer_gpus_than_needed_between_its_sample
     coarse = coarse.filter(
         (pl.col("model") == "Qwen/Qwen3-30B-A3B") & (pl.col("gpu") == "mi300x") & (pl.col("kind") == "step")
     ).sort("peak")
-    assert coarse["gpus_at"].to_list() == [2, 2, 5, 8, 10]
+    assert coarse["gpus_at"].to_list() == [2, 2, 5, 8, 11]
     expected = [10.0, per_replica, 4 * per_replica, 7 * per_replica, 120.0]
     assert coarse["peak"].to_list() == pytest.approx(expected, abs=2e-3)
     assert all(step_before(coarse, r) >= needed(r) for r in rates)  # more than needed, never fewer
@@ -1187,6 +1188,8 @@ def test_why_does_not_suggest_an_fp8_kv_cache_twice():
     assert "an fp8 KV cache halves it" not in _why(row)
     assert "(already fp8)" in _why(row)
     assert "an fp8 KV cache halves it" in _why({**row, "kv_precision": "auto", "kv_bytes_per_element": 2.0})
+    # `auto` names the format the engine chose (vLLM caches an NVFP4 checkpoint's KV in fp8), not "auto"
+    assert "(already fp8)" in _why({**row, "kv_precision": "auto", "kv_cache_format": "fp8"})
     assert f_bytes(80 * 2**30) == "80.0 GiB"  # memory in GiB, in tables as in charts
 
 

@@ -84,6 +84,15 @@ def test_names_with_html_are_shown_as_text(tmp_path, catalog):
         assert 'data-errors="0"' in dom and '<img src="x"' not in dom
 
 
+def test_the_sensitivity_table_stays_closed_where_no_move_reverses_the_pick(example):
+    """The example's answers (two models) say no 20 % move reverses their ranking, so their sensitivity
+    tables are closed (test_finance: procurement's, where every answer says one does, are open)."""
+    html, md = (example / "report.html").read_text(), (example / "report.md").read_text()
+    summary = "><summary>Does the top choice hold if an assumption moves by 20 %?</summary>"
+    assert "A 20 % move reverses the ranking" not in md
+    assert (html.count("<details open" + summary), html.count("<details" + summary)) == (0, 2)
+
+
 def test_markdown_golden(example):
     text = (example / "report.md").read_text()
     if os.environ.get("UPDATE_GOLDEN"):

@@ -166,31 +166,45 @@ def default_engine(family: str) -> str:
 
 
 # The KV-cache format an engine uses when the sweep says `auto` (otherwise the 16-bit activation
-# dtype), with its source. Rows are told apart by the weight format's compute dtype (fp8 / fp4:
-# W8A8 and W4A4), whether the checkpoint is NVIDIA ModelOpt's (its hf_quant_config.json sets
+# dtype), with its source. Rows are told apart by the weight format (NVIDIA's NVFP4; fp8 / fp4
+# compute: W8A8 and W4A4), whether the checkpoint is NVIDIA ModelOpt's (its hf_quant_config.json sets
 # kv_cache_quant_algo), and MLA attention.
+_MODELOPT_KV = (
+    "takes the checkpoint's kv_cache_quant_algo, which NVIDIA's ModelOpt FP8 and NVFP4 checkpoints set to FP8 "
+    "(hf_quant_config.json of nvidia/Llama-3.1-70B-Instruct-FP8, nvidia/Qwen3-235B-A22B-NVFP4 and Nemotron-3-Super "
+    "FP8, shared/reference/model-configs); block-FP8 releases (Qwen3-*-FP8, DeepSeek), gpt-oss's MXFP4 and AMD "
+    "Quark checkpoints set none and cache 16-bit"
+)
 AUTO_KV_FP8: dict[str, tuple[str, str]] = {
-    "trtllm": (
-        "NVFP4 checkpoints and ModelOpt FP8 checkpoints",
-        "TensorRT-LLM's KvCacheConfig dtype 'auto' takes the checkpoint's kv_cache_quant_algo, which NVIDIA's "
-        "ModelOpt FP8 and NVFP4 checkpoints set to FP8 (hf_quant_config.json of nvidia/Llama-3.1-70B-Instruct-FP8, "
-        "nvidia/Qwen3-235B-A22B-NVFP4 and Nemotron-3-Super FP8, shared/reference/model-configs); block-FP8 "
-        "releases (Qwen3-*-FP8, DeepSeek) set none and cache 16-bit",
+    "trtllm": ("NVFP4 and ModelOpt FP8 checkpoints", f"TensorRT-LLM's KvCacheConfig dtype 'auto' {_MODELOPT_KV}"),
+    "vllm": (
+        "NVFP4 and ModelOpt FP8 checkpoints",
+        "vLLM 0.14 and later: --kv-cache-dtype auto (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string, "
+        f"read in vLLM 0.14.0, 0.17.0, 0.19.0 and 0.34.0; not in 0.12.0) {_MODELOPT_KV}; AMD Quark's kv_cache_group "
+        "only loads scales (quark.py), the cache staying 16-bit",
     ),
     "sglang": (
-        "fp8 and fp4 checkpoints of MLA models (DeepSeek, Kimi, GLM-5)",
-        "SGLang's DeepSeek recipes on FP8 and NVFP4 checkpoints run --kv-cache-dtype fp8_e4m3 (InferenceX launch "
-        "scripts at commit 843c6254, per shared/reference/measured-serving-dev.csv)",
+        "NVFP4 and ModelOpt FP8 checkpoints, and fp8 and fp4 checkpoints of MLA models (DeepSeek, Kimi, GLM-5)",
+        f"SGLang's --kv-cache-dtype auto (model_runner.configure_kv_cache_dtype, SGLang 0.5.9) {_MODELOPT_KV}; its "
+        "DeepSeek recipes on FP8 and NVFP4 checkpoints run --kv-cache-dtype fp8_e4m3 (InferenceX launch scripts at "
+        "commit 843c6254, per shared/reference/measured-serving-dev.csv)",
     ),
 }
+# The rule in a phrase, for the column dictionary, the reports and --help.
+AUTO_KV_RULE = (
+    "fp8 for NVFP4 and ModelOpt FP8 checkpoints (TensorRT-LLM, vLLM, SGLang: their kv_cache_quant_algo) and for "
+    "fp8/fp4 MLA models (SGLang's DeepSeek recipes); otherwise the 16-bit activation dtype"
+)
 
 
 def auto_kv_precision(engine: str, compute_dtype: str, mla: bool, modelopt: bool = False) -> str | None:
     """`fp8` where `engine` caches KV in FP8 for this weight format (AUTO_KV_FP8), else None (the
     16-bit activation dtype). `compute_dtype` is the weight format's own (fp8 for W8A8); `modelopt`:
-    the checkpoint is NVIDIA ModelOpt's."""
-    if engine == "trtllm":
-        return "fp8" if compute_dtype == "fp4" or (compute_dtype == "fp8" and modelopt) else None
+    the checkpoint is NVIDIA ModelOpt's (every NVFP4 checkpoint is)."""
+    if engine not in AUTO_KV_FP8:
+        return None
+    if modelopt and compute_dtype in ("fp8", "fp4"):
+        return "fp8"
     if engine == "sglang" and mla and compute_dtype in ("fp8", "fp4"):
         return "fp8"
     return None
