@@ -205,7 +205,8 @@ def main() -> None:
     "--kv-precision",
     default="auto",
     show_default=True,
-    help="KV-cache format; auto = the engine's (fp8 for NVFP4 and ModelOpt FP8 checkpoints, else 16-bit).",
+    help="KV-cache format; auto = the engine's choice: fp8 for NVFP4 and ModelOpt FP8 checkpoints, and on SGLang "
+    "for fp8/fp4 MLA models; else 16-bit.",
 )
 @click.option("--tp", default=1, show_default=True, type=click.IntRange(1, MAX_PARALLEL), help="Tensor-parallel GPUs.")
 @click.option(
