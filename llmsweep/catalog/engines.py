@@ -165,29 +165,28 @@ def default_engine(family: str) -> str:
     return "llama.cpp" if family in _LOCAL_FAMILIES else "vllm"
 
 
-# The KV-cache format an engine uses when the sweep says `auto` (otherwise the 16-bit activation
-# dtype), with its source. Rows are told apart by the weight format (NVIDIA's NVFP4; fp8 / fp4
-# compute: W8A8 and W4A4), whether the checkpoint is NVIDIA ModelOpt's (its hf_quant_config.json sets
-# kv_cache_quant_algo), and MLA attention.
+# Engines that choose their own KV-cache format when the sweep says `auto` (else the 16-bit
+# activation dtype), each with its source; the rule itself is AUTO_KV_RULE, applied by
+# auto_kv_precision. Rows are told apart by whether the checkpoint is NVIDIA ModelOpt's (its
+# hf_quant_config.json sets kv_cache_quant_algo; every NVFP4 checkpoint is), the weight format's
+# compute dtype (fp8 / fp4: W8A8 and W4A4) and MLA attention.
 _MODELOPT_KV = (
     "takes the checkpoint's kv_cache_quant_algo, which NVIDIA's ModelOpt FP8 and NVFP4 checkpoints set to FP8 "
     "(hf_quant_config.json of nvidia/Llama-3.1-70B-Instruct-FP8, nvidia/Qwen3-235B-A22B-NVFP4 and Nemotron-3-Super "
     "FP8, shared/reference/model-configs); block-FP8 releases (Qwen3-*-FP8, DeepSeek), gpt-oss's MXFP4 and AMD "
     "Quark checkpoints set none and cache 16-bit"
 )
-AUTO_KV_FP8: dict[str, tuple[str, str]] = {
-    "trtllm": ("NVFP4 and ModelOpt FP8 checkpoints", f"TensorRT-LLM's KvCacheConfig dtype 'auto' {_MODELOPT_KV}"),
+AUTO_KV_SOURCES: dict[str, str] = {
+    "trtllm": f"TensorRT-LLM's KvCacheConfig dtype 'auto' {_MODELOPT_KV}",
     "vllm": (
-        "NVFP4 and ModelOpt FP8 checkpoints",
         "vLLM 0.14 and later: --kv-cache-dtype auto (vllm/utils/torch_utils.py resolve_kv_cache_dtype_string, "
         f"read in vLLM 0.14.0, 0.17.0, 0.19.0 and 0.34.0; not in 0.12.0) {_MODELOPT_KV}; AMD Quark's kv_cache_group "
-        "only loads scales (quark.py), the cache staying 16-bit",
+        "only loads scales (quark.py), the cache staying 16-bit"
     ),
     "sglang": (
-        "NVFP4 and ModelOpt FP8 checkpoints, and fp8 and fp4 checkpoints of MLA models (DeepSeek, Kimi, GLM-5)",
         f"SGLang's --kv-cache-dtype auto (model_runner.configure_kv_cache_dtype, SGLang 0.5.9) {_MODELOPT_KV}; its "
         "DeepSeek recipes on FP8 and NVFP4 checkpoints run --kv-cache-dtype fp8_e4m3 (InferenceX launch scripts at "
-        "commit 843c6254, per shared/reference/measured-serving-dev.csv)",
+        "commit 843c6254, per shared/reference/measured-serving-dev.csv)"
     ),
 }
 # The rule in a phrase, for the column dictionary, the reports and --help.
@@ -198,10 +197,10 @@ AUTO_KV_RULE = (
 
 
 def auto_kv_precision(engine: str, compute_dtype: str, mla: bool, modelopt: bool = False) -> str | None:
-    """`fp8` where `engine` caches KV in FP8 for this weight format (AUTO_KV_FP8), else None (the
+    """`fp8` where `engine` caches KV in FP8 for this weight format (AUTO_KV_RULE), else None (the
     16-bit activation dtype). `compute_dtype` is the weight format's own (fp8 for W8A8); `modelopt`:
     the checkpoint is NVIDIA ModelOpt's (every NVFP4 checkpoint is)."""
-    if engine not in AUTO_KV_FP8:
+    if engine not in AUTO_KV_SOURCES:
         return None
     if modelopt and compute_dtype in ("fp8", "fp4"):
         return "fp8"
